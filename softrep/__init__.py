@@ -1,0 +1,15 @@
+"""softrep: bitwise-reproducible deep learning.
+
+Every floating-point operation is an IEEE-754 operation with a named rounding,
+every reduction follows the order written in docs/order.md, and the same
+algorithm source runs on the CPU (Numba) and on CUDA (numba-cuda).
+"""
+
+from . import cpu, cuda, rounding  # noqa: F401  (registers the primitives)
+from .elementwise import abs, add, div, fma, mul, neg, reciprocal, sqrt, square, sub
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "abs", "add", "div", "fma", "mul", "neg", "reciprocal", "sqrt", "square", "sub",
+]

@@ -1,0 +1,206 @@
+"""Compile once, run on three targets.
+
+An algorithm in softrep is a plain Python function.  `jitable` registers it so
+that it can be called from a CPU kernel (`numba.njit`), from a CUDA kernel
+(`numba.cuda.jit`), and, unchanged, from Python itself, which is how the CUDA
+simulator (NUMBA_ENABLE_CUDASIM=1) runs it.
+
+`bitcast` reinterprets the bits of a scalar (float32 <-> uint32,
+float64 <-> uint64).  It is one LLVM `bitcast`, registered for both targets.
+
+This module also installs a Numba cache locator for softrep's own source files:
+the cache key of every softrep kernel is a hash of the whole softrep source
+tree, so changing any algorithm (a primitive, a helper called from a kernel)
+invalidates every cached kernel.  Numba's default locator only looks at the
+modification time of the file that defines the kernel, and would happily reuse
+a kernel compiled against an older rounding primitive.
+"""
+
+import hashlib
+import inspect
+import os
+
+import numpy as np
+import numba
+from numba.core import types
+from numba.core.extending import intrinsic as _cpu_intrinsic
+from numba.core.extending import register_jitable as _cpu_register_jitable
+
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def jitable(fn):
+    """Make `fn` callable from CPU and CUDA kernels; it stays a Python function."""
+    _cpu_register_jitable(fn)
+    if not SIMULATOR:
+        from numba.cuda.extending import overload as _cuda_overload
+
+        _cuda_overload(fn, target="cuda", strict=False)(lambda *args: fn)
+    return fn
+
+
+def by_type(stub, table):
+    """Give the Python function `stub` a compiled implementation per argument type.
+
+    `table` maps a Numba type (of the first argument) to a jitable function with
+    the same parameter names.  Used for small generic helpers such as `canonical`,
+    whose float32 and float64 versions differ only in their constants.
+    """
+    from numba.core.extending import overload as _cpu_overload
+
+    choose = with_arity(list(inspect.signature(stub).parameters), lambda types_: table.get(types_[0]))
+    _cpu_overload(stub, target="cpu")(choose)
+    if not SIMULATOR:
+        from numba.cuda.extending import overload as _cuda_overload
+
+        _cuda_overload(stub, target="cuda")(choose)
+    return stub
+
+
+def with_arity(params, choose):
+    """An overload typing function with positional parameters `params` (a count,
+    or a sequence of names) that calls `choose(tuple_of_arg_types)`.
+
+    Numba rejects *args in a typing function, and wants its parameter names to
+    match those of the implementation it returns.
+    """
+    if isinstance(params, int):
+        params = "abc"[:params]
+    args = ", ".join(params)
+    return eval(f"lambda {args}: choose(({args},))", {"choose": choose})
+
+
+# --------------------------------------------------------------------------- bitcast
+
+_BITCAST_PAIRS = {
+    types.float32: types.uint32,
+    types.uint32: types.float32,
+    types.int32: types.float32,
+    types.float64: types.uint64,
+    types.uint64: types.float64,
+    types.int64: types.float64,
+}
+
+
+def _bitcast_typer(typingctx, x):
+    target = _BITCAST_PAIRS.get(x)
+    if target is None:
+        return None
+    sig = target(x)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(signature.return_type))
+
+    return sig, codegen
+
+
+def _py_bitcast(x):
+    """Python semantics of `bitcast` (used by the simulator and plain Python)."""
+    if isinstance(x, np.float32):
+        return np.array(x, dtype=np.float32).view(np.uint32)[()]
+    if isinstance(x, (np.uint32, np.int32)):
+        return np.array(x, dtype=np.uint32).view(np.float32)[()]
+    if isinstance(x, (np.float64, float)):
+        return np.array(x, dtype=np.float64).view(np.uint64)[()]
+    if isinstance(x, (np.uint64, np.int64, int)):
+        return np.array(x, dtype=np.uint64).view(np.float64)[()]
+    raise TypeError(f"bitcast: unsupported scalar type {type(x).__name__}")
+
+
+_bitcast_cpu = _cpu_intrinsic(_bitcast_typer)
+
+
+def bitcast(x):
+    """float32 <-> uint32 and float64 <-> uint64, bit for bit."""
+    return _py_bitcast(x)
+
+
+@numba.core.extending.overload(bitcast, target="cpu")
+def _ov_bitcast_cpu(x):
+    if x in _BITCAST_PAIRS:
+        return lambda x: _bitcast_cpu(x)
+
+
+if not SIMULATOR:
+    from numba.cuda.extending import intrinsic as _cuda_intrinsic
+    from numba.cuda.extending import overload as _cuda_overload
+
+    _bitcast_cuda = _cuda_intrinsic(_bitcast_typer)
+
+    @_cuda_overload(bitcast, target="cuda")
+    def _ov_bitcast_cuda(x):
+        if x in _BITCAST_PAIRS:
+            return lambda x: _bitcast_cuda(x)
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def _source_tree_hash():
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(_PKG_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                h.update(os.path.relpath(path, _PKG_DIR).encode())
+                with open(path, "rb") as f:
+                    h.update(hashlib.sha256(f.read()).digest())
+    h.update(numba.__version__.encode())
+    return h.hexdigest()[:16]
+
+
+SOURCE_HASH = _source_tree_hash()
+
+
+def cache_dir():
+    """Where softrep keeps compiled kernels: $SOFTREP_CACHE_DIR or ~/.cache/softrep."""
+    root = os.environ.get("SOFTREP_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "softrep",
+    )
+    return os.path.join(root, SOURCE_HASH)
+
+
+def _make_locator(base):
+    class SoftrepCacheLocator(base):
+        def __init__(self, py_func, py_file):
+            self._py_file = py_file
+            rel = os.path.relpath(os.path.dirname(os.path.abspath(py_file)), _PKG_DIR)
+            self._cache_path = os.path.join(cache_dir(), rel)
+
+        def ensure_cache_path(self):
+            os.makedirs(self._cache_path, exist_ok=True)
+            super().ensure_cache_path()
+
+        def get_cache_path(self):
+            return self._cache_path
+
+        def get_source_stamp(self):
+            return SOURCE_HASH
+
+        def get_disambiguator(self):
+            return os.path.splitext(os.path.basename(self._py_file))[0]
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not os.path.abspath(py_file).startswith(_PKG_DIR + os.sep):
+                return None
+            return cls(py_func, py_file)
+
+    return SoftrepCacheLocator
+
+
+def _install_cache_locators():
+    from numba.core import caching as core_caching
+
+    core_caching.CacheImpl._locator_classes.insert(0, _make_locator(core_caching._CacheLocator))
+    if not SIMULATOR:
+        from numba.cuda.core import caching as cuda_caching
+
+        cuda_caching.CacheImpl._locator_classes.insert(0, _make_locator(cuda_caching._CacheLocator))
+
+
+_install_cache_locators()

@@ -1,0 +1,11 @@
+"""CUDA backend: numba-cuda kernels over the shared algorithm source.
+
+Under NUMBA_ENABLE_CUDASIM=1 the same kernels run in Numba's simulator, which
+executes their Python source; the primitives then use their exact Python
+semantics from `softrep.rounding`.
+"""
+
+from .._jit import SIMULATOR
+
+if not SIMULATOR:
+    from . import rounding  # noqa: F401  (registers the CUDA primitives)

@@ -1,0 +1,162 @@
+"""Elementwise ops on torch tensors, each with a rounding direction and autograd.
+
+Layering: scalar kernel (`softrep.rounding`, `softrep.arith`) -> launcher
+(`softrep.cpu.launch`, `softrep.cuda.launch`) -> `_apply` here (broadcasting,
+checks, output allocation) -> `Elementwise` autograd function -> public op.
+
+Backward passes are built from softrep ops rounded to nearest, whatever the
+forward rounding: the derivative of a directed-rounded op is taken to be that
+of the exact operation.  Broadcast inputs get their gradient summed back to
+their shape with `softrep.sum`, in the order documented in docs/order.md.
+"""
+
+import torch
+
+from . import arith, backend
+from . import rounding as R
+from ._validate import broadcast_shape, rounding_suffix, tensor_operands
+from .cpu import launch as cpu_launch
+from .cuda import launch as cuda_launch
+
+
+def _apply(fn, scalar_kernel, names, tensors):
+    """Run `scalar_kernel` elementwise over broadcast `tensors`; no autograd."""
+    shape = broadcast_shape(fn, names, tensors)
+    first = tensors[0]
+    out = torch.empty(shape, dtype=first.dtype, device=first.device)
+    if out.numel() == 0:
+        return out
+    flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
+    nin = len(tensors)
+    backend.execute(
+        cpu_launch.elementwise(scalar_kernel, nin),
+        cuda_launch.elementwise(scalar_kernel, nin),
+        [out.view(-1)],
+        flat,
+    )
+    return out
+
+
+def _sum_to_shape(grad, shape):
+    if grad is None or grad.shape == shape:
+        return grad
+    from .reduction import sum_to_shape
+
+    return sum_to_shape(grad, shape)
+
+
+class Elementwise(torch.autograd.Function):
+    """Autograd function for every elementwise op: `spec` supplies the kernel and
+    the backward formula."""
+
+    @staticmethod
+    def forward(ctx, spec, suffix, *inputs):
+        out = _apply(spec.name, spec.kernels[suffix], spec.arg_names, inputs)
+        ctx.spec = spec
+        ctx.shapes = [t.shape for t in inputs]
+        ctx.save_for_backward(*inputs, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        *inputs, out = ctx.saved_tensors
+        grads = ctx.spec.backward(grad, out, *inputs)
+        grads = [_sum_to_shape(g, s) if ctx.needs_input_grad[i + 2] else None
+                 for i, (g, s) in enumerate(zip(grads, ctx.shapes))]
+        return (None, None, *grads)
+
+
+class _Spec:
+    def __init__(self, name, arg_names, kernels, backward):
+        self.name = name
+        self.arg_names = arg_names
+        self.kernels = kernels  # rounding suffix -> scalar kernel
+        self.backward = backward
+
+
+def _kernels(prefix, module=R):
+    return {s: getattr(module, f"{prefix}_{s}") for s in ("rn", "rd", "ru", "rz")}
+
+
+def _exact(kernel):
+    return {s: kernel for s in ("rn", "rd", "ru", "rz")}
+
+
+# Backward formulas, from softrep ops rounded to nearest (documented in docs/primitives.md).
+_SPECS = {
+    "add": _Spec("add", ("input", "other"), _kernels("add"), lambda g, out, x, y: (g, g)),
+    "sub": _Spec("sub", ("input", "other"), _kernels("sub"), lambda g, out, x, y: (g, neg(g))),
+    "mul": _Spec("mul", ("input", "other"), _kernels("mul"),
+                 lambda g, out, x, y: (mul(g, y), mul(g, x))),
+    # d(x/y)/dy = -(x/y)/y: reuses the forward quotient rather than x/y**2
+    "div": _Spec("div", ("input", "other"), _kernels("div"),
+                 lambda g, out, x, y: (div(g, y), neg(div(mul(g, out), y)))),
+    "fma": _Spec("fma", ("x", "y", "z"), _kernels("fma"),
+                 lambda g, out, x, y, z: (mul(g, y), mul(g, x), g)),
+    "sqrt": _Spec("sqrt", ("input",), _kernels("sqrt"),
+                  lambda g, out, x: (div(g, mul(out, 2.0)),)),
+    "neg": _Spec("neg", ("input",), _exact(arith.neg), lambda g, out, x: (neg(g),)),
+    "abs": _Spec("abs", ("input",), _exact(arith.absolute),
+                 lambda g, out, x: (mul(g, _apply("sign", arith.sign, ("input",), [x])),)),
+    "square": _Spec("square", ("input",), _kernels("square", arith),
+                    lambda g, out, x: (mul(g, mul(x, 2.0)),)),
+    "reciprocal": _Spec("reciprocal", ("input",), _kernels("reciprocal", arith),
+                        lambda g, out, x: (neg(mul(g, mul(out, out))),)),
+}
+
+
+def _op(name, operands, rounding):
+    spec = _SPECS[name]
+    suffix = rounding_suffix(name, rounding)
+    tensors = tensor_operands(name, **dict(zip(spec.arg_names, operands)))
+    return Elementwise.apply(spec, suffix, *tensors)
+
+
+def add(input, other, *, rounding="nearest"):
+    """input + other, rounded once in the given direction; broadcasts like torch.add."""
+    return _op("add", (input, other), rounding)
+
+
+def sub(input, other, *, rounding="nearest"):
+    """input - other, rounded once."""
+    return _op("sub", (input, other), rounding)
+
+
+def mul(input, other, *, rounding="nearest"):
+    """input * other, rounded once."""
+    return _op("mul", (input, other), rounding)
+
+
+def div(input, other, *, rounding="nearest"):
+    """input / other, rounded once (IEEE division, not torch's rounding_mode)."""
+    return _op("div", (input, other), rounding)
+
+
+def fma(x, y, z, *, rounding="nearest"):
+    """x * y + z with a single rounding."""
+    return _op("fma", (x, y, z), rounding)
+
+
+def sqrt(input, *, rounding="nearest"):
+    """Square root, rounded once; NaN for negative inputs, sqrt(-0) = -0."""
+    return _op("sqrt", (input,), rounding)
+
+
+def neg(input, *, rounding="nearest"):
+    """-input (exact; `rounding` is accepted for uniformity and has no effect)."""
+    return _op("neg", (input,), rounding)
+
+
+def abs(input, *, rounding="nearest"):
+    """|input| (exact)."""
+    return _op("abs", (input,), rounding)
+
+
+def square(input, *, rounding="nearest"):
+    """input * input, rounded once."""
+    return _op("square", (input,), rounding)
+
+
+def reciprocal(input, *, rounding="nearest"):
+    """1 / input, rounded once."""
+    return _op("reciprocal", (input,), rounding)
