@@ -6,17 +6,18 @@ Negation and absolute value only change the sign bit, so they are exact in
 every rounding direction and need no primitive.
 """
 
-from .rounding import div_rd, div_rn, div_ru, div_rz, jitable, mul_rd, mul_rn, mul_ru, mul_rz, one
+from .rounding import (div_rd, div_rn, div_ru, div_rz, fabs, jitable, mul_rd, mul_rn, mul_ru, mul_rz,
+                       negate, one)
 
 
 @jitable
 def neg(x):
-    return -x
+    return negate(x)
 
 
 @jitable
 def absolute(x):
-    return abs(x)
+    return fabs(x)
 
 
 @jitable
@@ -65,5 +66,5 @@ def sign(x):
     if x > 0:
         return one(x)
     if x < 0:
-        return -one(x)
+        return negate(one(x))
     return x

@@ -160,3 +160,27 @@ def square(input, *, rounding="nearest"):
 def reciprocal(input, *, rounding="nearest"):
     """1 / input, rounded once."""
     return _op("reciprocal", (input,), rounding)
+
+
+def _register_audit():
+    from numba.core import types
+
+    from .cuda import audit
+
+    seen = set()
+    for spec in _SPECS.values():
+        nin = len(spec.arg_names)
+        for suffix, kernel in spec.kernels.items():
+            for dtype in (types.float32, types.float64):
+                name = f"elementwise.{kernel.__name__}.{dtype}"
+                if name in seen:
+                    continue
+                seen.add(name)
+                arr = types.Array(dtype, 1, "C")
+                audit.register(
+                    name, lambda kernel=kernel, nin=nin, arr=arr: (
+                        cuda_launch.elementwise(kernel, nin).kernel.py_func, (arr,) * (nin + 1))
+                )
+
+
+_register_audit()

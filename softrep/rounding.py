@@ -154,3 +154,44 @@ def one(x):
 
 
 by_type(one, {_types.float32: lambda x: ONE32, _types.float64: lambda x: ONE64})
+
+
+# Sign-bit operations.  Negation and absolute value are exact, but Numba lowers
+# `-x` to `fsub -0.0, x`, an arithmetic instruction NVVM may fold into a
+# neighbouring multiply; flipping the bit says exactly what is meant.
+_SIGN32 = np.uint32(0x80000000)
+_SIGN64 = np.uint64(0x8000000000000000)
+
+
+@jitable
+def _negate32(x):
+    return bitcast(bitcast(x) ^ _SIGN32)
+
+
+@jitable
+def _negate64(x):
+    return bitcast(bitcast(x) ^ _SIGN64)
+
+
+@jitable
+def _fabs32(x):
+    return bitcast(bitcast(x) & ~_SIGN32)
+
+
+@jitable
+def _fabs64(x):
+    return bitcast(bitcast(x) & ~_SIGN64)
+
+
+def negate(x):
+    """-x, by flipping the sign bit (exact, also for 0, inf and NaN)."""
+    return -x
+
+
+def fabs(x):
+    """|x|, by clearing the sign bit."""
+    return type(x)(abs(x))
+
+
+by_type(negate, {_types.float32: _negate32, _types.float64: _negate64})
+by_type(fabs, {_types.float32: _fabs32, _types.float64: _fabs64})

@@ -8,7 +8,7 @@ and none of them flushes subnormals (no `.ftz`).  A bare `a * b + c` in a
 kernel, by contrast, is fused into an fma by NVVM even with fastmath off; the
 PTX audit (`softrep.cuda.audit`) rejects kernels that contain one.
 
-libdevice has no double-precision subtract, so sub_* is dadd_*(a, -b): negation
+libdevice has no double-precision subtract, so sub_* is dadd_*(a, negate(b)): negation
 is exact, and IEEE defines x - y as x + (-y) in every rounding direction.
 """
 
@@ -17,6 +17,7 @@ from numba.cuda import libdevice
 from numba.cuda.extending import overload
 
 from .. import rounding as R
+from ..rounding import negate
 from .._jit import with_arity
 
 _FLOATS = (types.float32, types.float64)
@@ -34,14 +35,14 @@ for _s in ("rn", "rd", "ru", "rz"):
 
 def _register(name):
     f32, f64 = _LIBDEVICE[name]
-    if name.startswith("sub"):
-        dadd = getattr(libdevice, "dadd_" + name[-2:])
-        f64 = lambda a, b: dadd(a, -b)  # noqa: E731
+    dadd = getattr(libdevice, "dadd_" + name[-2:])
     nargs = 1 if name.startswith("sqrt") else 3 if name.startswith("fma") else 2
 
     def choose(args):
         if args[0] not in _FLOATS or any(a != args[0] for a in args):
             return None
+        if name.startswith("sub") and args[0] == types.float64:
+            return lambda a, b: dadd(a, negate(b))
         f = f32 if args[0] == types.float32 else f64
         if nargs == 1:
             return lambda a: f(a)

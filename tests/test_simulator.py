@@ -1,0 +1,22 @@
+"""Run every `simulator`-marked test in a child pytest process under the CUDA simulator."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SIMULATOR
+
+
+@pytest.mark.skipif(SIMULATOR, reason="this is the launcher of the simulator process")
+def test_simulator_suite():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", SOFTREP_BACKEND="cuda")
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-m", "simulator", "-p", "no:cacheprovider", here],
+        env=env, capture_output=True, text=True, cwd=os.path.dirname(here),
+    )
+    print(proc.stdout[-20000:])
+    print(proc.stderr[-5000:])
+    assert proc.returncode == 0, "simulator tests failed (output above)"
