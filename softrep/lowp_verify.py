@@ -1,0 +1,246 @@
+"""`verify-formats`: check softrep's low-precision rounding against independent references.
+
+    python -m softrep.lowp_verify [--exhaustive] [--backend cpu|cuda] [--bf16-ops]
+                                  [--samples N] [--bf16-ops-rows N] [--chunk-bits B]
+
+Conversions (always): float32 -> bfloat16, float16, float8_e4m3fn, float8_e5m2,
+rounding to nearest, compared bit for bit with ml_dtypes (numpy's float16 for
+float16), NaN matching any NaN.  `--exhaustive` takes all 2**32 float32 bit
+patterns; otherwise N random bit patterns plus special values.
+
+`--bf16-ops`: add and mul of bfloat16 pairs, in every deterministic rounding,
+against a reference written separately in numpy: the exact sum (float64
+TwoSum) or product (exact in float64), rounded by float64 scaling and
+comparison.  The first operand runs over `--bf16-ops-rows` bit patterns (all
+65536 = all 2**32 pairs; fewer = evenly spaced rows), the second over all 65536.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+FORMATS = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+MODES = ("nearest", "nearest_away", "down", "up", "zero", "odd")
+
+
+def _reference_dtype(name):
+    if name == "float16":
+        return np.float16
+    import ml_dtypes
+
+    return getattr(ml_dtypes, name)
+
+
+def special_float32_bits():
+    """Zeros, infinities, NaNs, every binade edge and the ties of every format."""
+    vals = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 1, 0x7F7FFFFF]
+    for e in range(256):
+        base = e << 23
+        for frac in (0, 1, 0x7FFFFF, 0x400000, 0x3FFFFF, 0x400001):
+            vals.append(base | frac)
+        for drop in (13, 16, 20, 21):  # ties and neighbours for 11-, 8-, 4- and 3-bit significands
+            half = 1 << (drop - 1)
+            for k in (0, 1, 2, 3):
+                for d in (-1, 0, 1):
+                    vals.append(base | ((k << drop) + half + d) & 0x7FFFFF)
+    vals = np.array(vals, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+    vals = vals.astype(np.uint32)
+    return np.unique(np.concatenate([vals, vals | np.uint32(0x80000000)]))
+
+
+def compare_bits(got, ref):
+    """Number of mismatches between two float32 arrays (NaN matches any NaN)."""
+    gb, rb = got.view(np.uint32), ref.view(np.uint32)
+    gn, rn = np.isnan(got), np.isnan(ref)
+    bad = (gb != rb) & ~(gn & rn)
+    return int(np.count_nonzero(bad)), np.flatnonzero(bad)
+
+
+def check_conversion(bits, fmt):
+    """(mismatches, first bad bit patterns) for float32 patterns `bits` -> fmt."""
+    from . import lowp
+
+    x = bits.view(np.float32)
+    got = lowp.round_to(torch.from_numpy(x), fmt).numpy()
+    with np.errstate(all="ignore"):
+        ref = x.astype(_reference_dtype(fmt)).astype(np.float32)
+    count, where = compare_bits(got, ref)
+    return count, bits[where[:5]]
+
+
+# ---------------------------------------------------------------------------- bf16 ops reference
+
+_BF16_MAX = float.fromhex("0x1.fep127")
+
+
+def reference_bf16(s, e, mode, zero_down_sign=None):
+    """Round the exact value s + e (float64 arrays, |e| <= ulp(s)/2) to bfloat16
+    in `mode`, returned as float32.  Written independently of softrep.formats:
+    float64 scaling by the quantum and comparisons with half a quantum."""
+    out = np.empty(s.shape, dtype=np.float64)
+    finite = np.isfinite(s)
+    out[~finite] = s[~finite]
+    zero = finite & (s == 0)
+    out[zero] = s[zero] if zero_down_sign is None or mode != "down" else zero_down_sign[zero]
+    idx = finite & (s != 0)
+    sv, ev = s[idx], e[idx]
+    neg = sv < 0
+    mag = np.abs(sv)
+    me = np.where(neg, -ev, ev)  # error in the direction of the magnitude
+    frac, ex = np.frexp(mag)  # mag = frac * 2**ex, frac in [0.5, 1)
+    lead = ex - 1
+    lead = np.where((frac == 0.5) & (me < 0), lead - 1, lead)  # exact value just below a power of two
+    qexp = np.maximum(lead, -126) - 7
+    quantum = np.ldexp(1.0, qexp)
+    t = mag / quantum  # exact: scaling by a power of two
+    low = np.floor(t)
+    low = np.where((t == low) & (me < 0), low - 1, low)
+    d0 = mag - low * quantum  # exact: in [0, quantum], a multiple of ulp(mag)
+    half = quantum / 2
+    above = (d0 > half) | ((d0 == half) & (me > 0))
+    tie = (d0 == half) & (me == 0)
+    inexact = (d0 != 0) | (me != 0)
+    odd = np.fmod(low, 2) == 1
+    if mode == "nearest":
+        up = above | (tie & odd)
+    elif mode == "nearest_away":
+        up = above | tie
+    elif mode == "zero":
+        up = np.zeros_like(above)
+    elif mode == "down":
+        up = inexact & neg
+    elif mode == "up":
+        up = inexact & ~neg
+    elif mode == "odd":
+        up = inexact & ~odd
+    else:
+        raise ValueError(mode)
+    res = (low + up) * quantum
+    over = res > _BF16_MAX
+    if mode in ("nearest", "nearest_away"):
+        res[over] = np.inf
+    elif mode in ("zero", "odd"):
+        res[over] = _BF16_MAX
+    elif mode == "down":
+        res[over] = np.where(neg[over], np.inf, _BF16_MAX)
+    else:
+        res[over] = np.where(neg[over], _BF16_MAX, np.inf)
+    out[idx] = np.where(neg, -res, res)
+    return out.astype(np.float32)
+
+
+def bf16_values():
+    """All 65536 bfloat16 bit patterns as float32 values."""
+    return (np.arange(65536, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def check_bf16_rows(rows, op, mode):
+    """Mismatches of op(a, b) for a in `rows` (float32 bf16 values) and every bf16 b."""
+    from . import lowp
+
+    b = bf16_values()
+    A = torch.from_numpy(rows.reshape(-1, 1))
+    B = torch.from_numpy(b.reshape(1, -1))
+    got = lowp.apply_elementwise(op, [A, B], "bfloat16", mode).numpy().reshape(-1)
+    a64 = np.repeat(rows.astype(np.float64), b.size)
+    b64 = np.tile(b.astype(np.float64), rows.size)
+    with np.errstate(all="ignore"):
+        if op == "add":
+            s = a64 + b64
+            bb = s - a64
+            e = (a64 - (s - bb)) + (b64 - bb)
+            e = np.where(np.isfinite(s), e, 0.0)
+            # an exact zero sum is -0 when rounding down unless both operands are +0
+            both_pos_zero = (a64 == 0) & (b64 == 0) & ~np.signbit(a64) & ~np.signbit(b64)
+            zero_down = np.where(both_pos_zero, 0.0, -0.0)
+            ref = reference_bf16(s, e, mode, zero_down)
+        else:
+            s = a64 * b64  # exact: 8 + 8 significant bits
+            ref = reference_bf16(s, np.zeros_like(s), mode)
+    count, where = compare_bits(got, ref)
+    bad = [(float(a64[i]), float(b64[i]), float(got[i]), float(ref[i])) for i in where[:3]]
+    return count, bad
+
+
+# ---------------------------------------------------------------------------- command
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="softrep verify-formats", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--exhaustive", action="store_true", help="all 2**32 float32 inputs")
+    parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--samples", type=int, default=1_000_000, help="random inputs without --exhaustive")
+    parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
+    parser.add_argument("--no-conversions", action="store_true", help="skip the conversion checks")
+    parser.add_argument("--bf16-ops", action="store_true", help="check bfloat16 add and mul of all pairs")
+    parser.add_argument("--bf16-ops-rows", type=int, default=65536,
+                        help="first operands to take (evenly spaced of 65536; 65536 = all pairs)")
+    parser.add_argument("--chunk-bits", type=int, default=24, help="log2 of the inputs per chunk")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    os.environ["SOFTREP_BACKEND"] = args.backend
+    from tqdm import tqdm
+
+    rows_out = []
+    failed = False
+    if not args.no_conversions:
+        formats = [f for f in args.formats.split(",") if f]
+        for fmt in formats:
+            if fmt not in FORMATS:
+                parser.error(f"unknown format {fmt!r}")
+            start = time.perf_counter()
+            mismatches, examples, checked = 0, [], 0
+            if args.exhaustive:
+                chunk = 1 << args.chunk_bits
+                for lo in tqdm(range(0, 1 << 32, chunk), desc=f"float32 -> {fmt}", unit="chunk"):
+                    bits = np.arange(lo, lo + chunk, dtype=np.uint64).astype(np.uint32)
+                    n, ex = check_conversion(bits, fmt)
+                    mismatches += n
+                    examples += list(ex)
+                    checked += bits.size
+            else:
+                rng = np.random.Generator(np.random.PCG64(args.seed))
+                bits = np.concatenate([rng.integers(0, 1 << 32, size=args.samples, dtype=np.uint64).astype(np.uint32),
+                                       special_float32_bits()])
+                mismatches, ex = check_conversion(bits, fmt)
+                examples = list(ex)
+                checked = bits.size
+            elapsed = time.perf_counter() - start
+            rows_out.append((f"float32 -> {fmt}, nearest", checked, mismatches, elapsed))
+            if mismatches:
+                failed = True
+                print(f"MISMATCH {fmt}: first inputs {[hex(int(b)) for b in examples[:5]]}", file=sys.stderr)
+    if args.bf16_ops:
+        all_rows = bf16_values()
+        nrows = max(1, min(args.bf16_ops_rows, 65536))
+        picks = all_rows[np.linspace(0, 65535, nrows).round().astype(np.int64)] if nrows < 65536 else all_rows
+        block = max(1, (1 << args.chunk_bits) // 65536)
+        for op in ("add", "mul"):
+            for mode in MODES:
+                start = time.perf_counter()
+                mismatches, checked, examples = 0, 0, []
+                for lo in tqdm(range(0, picks.size, block), desc=f"bf16 {op} {mode}", unit="chunk"):
+                    rows = picks[lo:lo + block]
+                    n, bad = check_bf16_rows(rows, op, mode)
+                    mismatches += n
+                    examples += bad
+                    checked += rows.size * 65536
+                elapsed = time.perf_counter() - start
+                rows_out.append((f"bfloat16 {op}, {mode}", checked, mismatches, elapsed))
+                if mismatches:
+                    failed = True
+                    print(f"MISMATCH bf16 {op} {mode}: (a, b, got, ref) {examples[:3]}", file=sys.stderr)
+    print(f"\nbackend: {args.backend}")
+    print("| check | inputs checked | mismatches | time (s) |")
+    print("|---|---:|---:|---:|")
+    for name, checked, mismatches, elapsed in rows_out:
+        print(f"| {name} | {checked:,} | {mismatches} | {elapsed:.1f} |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
