@@ -7,9 +7,14 @@ algorithm source runs on the CPU (Numba) and on CUDA (numba-cuda).
 
 from . import cpu, cuda, rounding  # noqa: F401  (registers the primitives)
 from .elementwise import abs, add, div, fma, mul, neg, reciprocal, sqrt, square, sub
+from . import lowp  # noqa: F401
+from .formats import Format
+from .lowp import round_to
+from .random import Generator, manual_seed
 
 __version__ = "0.1.0"
 
 __all__ = [
     "abs", "add", "div", "fma", "mul", "neg", "reciprocal", "sqrt", "square", "sub",
+    "Format", "Generator", "manual_seed", "round_to",
 ]
