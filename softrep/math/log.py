@@ -1,0 +1,38 @@
+"""log(x) for float32, correctly rounded (scheme: softrep/math/_core.py).
+
+Specials: log(NaN or x < 0) = NaN, log(+-0) = -inf, log(+inf) = +inf,
+log(1) = +0 (s = 0 in the series, and e = 0).
+Fast path: `log_core` (x = 2^e m, sqrt(1/2) <= m < sqrt(2), log m = 2 atanh((m-1)/(m+1)),
+relative error < 2^-50).  Subnormal float32 inputs are normal doubles.
+Accurate path: `log_dd` (one Newton step on exp_dd; relative error < 2^-68).
+"""
+
+import numpy as np
+
+from ..rounding import jitable
+from ._core import F64, INF32, NAN32, ZERO, dd_to_f32, log_core, log_dd, round_if_safe
+
+ZERO_F32 = np.float32(0.0)
+NEG_INF32 = np.float32(-np.inf)
+
+@jitable
+def log_f32(x):
+    if x != x or x < ZERO_F32:
+        return NAN32
+    if x == ZERO_F32:
+        return NEG_INF32
+    if x == INF32:
+        return INF32
+    xd = F64(x)
+    r, ok = round_if_safe(log_core(xd))
+    if ok:
+        return r
+    h, l = log_dd(xd, ZERO)
+    return dd_to_f32(h, l)
+
+
+def grad(g, out, x):
+    """Input gradient div(g, x) (softrep ops, rounded to nearest; docs/order.md)."""
+    from ..elementwise import div
+
+    return (div(g, x),)

@@ -1,0 +1,51 @@
+"""sigmoid(x) = 1 / (1 + e^-x) for float32, rounded once (scheme: softrep/math/_core.py).
+
+With t = e^-|x| in (0, 1]: sigmoid(x) = 1/(1 + t) for x >= 0 and t/(1 + t) for
+x < 0 (the same value, without overflow).  sigmoid(x) < 2^-150 rounds to +0
+for x < -103.97; the clamp uses -120 -> +0.  For x > 17.33, t < 2^-25 and the
+result rounds to 1; the clamp uses 120 -> 1.
+
+Fast path: t = exp_core(-|x|) (2^-50.5); 1 + t and the division round once
+each, no cancellation: < 2^-49.5.
+Accurate path: the same in double-double from exp_dd (< 2^-91).
+"""
+
+import numpy as np
+
+from ..rounding import add_rn, div_rn, fabs, jitable, negate
+from ._core import (abs32, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
+                    round_if_safe)
+
+SIGMOID_HI = np.float32(120.0)
+SIGMOID_LO = np.float32(-120.0)
+ONE_F32 = np.float32(1.0)
+ZERO_F32 = np.float32(0.0)
+
+@jitable
+def sigmoid_f32(x):
+    if x != x:
+        return NAN32
+    if x > SIGMOID_HI:
+        return ONE_F32
+    if x < SIGMOID_LO:
+        return ZERO32
+    na = negate(F64(abs32(x)))
+    t = exp_core(na, ZERO)
+    num = ONE if x >= ZERO_F32 else t
+    r, ok = round_if_safe(div_rn(num, add_rn(ONE, t)))
+    if ok:
+        return r
+    th, tl = exp_dd(na, ZERO)
+    dh, dl = dd_add(ONE, ZERO, th, tl)
+    if x >= ZERO_F32:
+        h, l = dd_div(ONE, ZERO, dh, dl)
+    else:
+        h, l = dd_div(th, tl, dh, dl)
+    return dd_to_f32(h, l)
+
+
+def grad(g, out, x):
+    """Input gradient mul(g, mul(out, sub(1.0, out))) (softrep ops, rounded to nearest; docs/order.md)."""
+    from ..elementwise import mul, sub
+
+    return (mul(g, mul(out, sub(1.0, out))),)

@@ -1,0 +1,49 @@
+"""tanh(x) for float32, correctly rounded (scheme: softrep/math/_core.py).
+
+tanh is odd: computed on |x| (tanh(+-0) = +-0).  For |x| > 9.01, 1 - tanh|x| <
+2 e^(-2|x|) < 2^-25 and the result rounds to 1; the clamp uses 20.
+
+Fast path: tanh a = em / (em + 2) with em = expm1_core(2a) (2^-50, 2a exact);
+em >= 0, so em + 2 and the division add one rounding each: < 2^-49.5.
+Accurate path: em = exp_dd(2a) - 1 and em / (em + 2) in double-double; the
+absolute error 2^-93 e^(2a) of em is < 2^-67 relatively for a >= 2^-25, and
+below 2^-25 the fast path always decides (tanh a is within 2^-49 a of the
+float32 a, rounding boundaries are 2^-25 a away).
+"""
+
+import numpy as np
+
+from ..rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
+from ._core import (abs32, neg32, signbit32, F64, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_dd, expm1_core,
+                    round_if_safe)
+
+TANH_SATURATE = np.float32(20.0)
+ONE_F32 = np.float32(1.0)
+
+@jitable
+def tanh_f32(x):
+    if x != x:
+        return NAN32
+    ax = abs32(x)
+    if ax > TANH_SATURATE:
+        r = ONE_F32
+    else:
+        a2 = mul_rn(F64(ax), TWO)
+        em = expm1_core(a2)
+        r, ok = round_if_safe(div_rn(em, add_rn(em, TWO)))
+        if not ok:
+            eh, el = exp_dd(a2, ZERO)
+            mh, ml = dd_add(eh, el, negate(ONE), ZERO)
+            dh, dl = dd_add(mh, ml, TWO, ZERO)
+            h, l = dd_div(mh, ml, dh, dl)
+            r = dd_to_f32(h, l)
+    if signbit32(x):
+        return neg32(r)
+    return r
+
+
+def grad(g, out, x):
+    """Input gradient mul(g, sub(1.0, square(out))) (softrep ops, rounded to nearest; docs/order.md)."""
+    from ..elementwise import mul, square, sub
+
+    return (mul(g, sub(1.0, square(out))),)
