@@ -1,0 +1,154 @@
+"""CPU launchers of the batched matrix product (GotoBLAS-style, fixed k order).
+
+out[b, i, j] = add_rn(chain(i, j), addend[b, i, j])   (addend optional), where
+chain is the fma chain of `softrep.linalg` in k order from +0.
+
+1. Pack a into MR-row panels (batch, M/MR, K, MR) and b into NR-column panels
+   (batch, N/NR, K, NR), zero-padded to whole panels.  Padded rows and columns
+   only feed accumulators that are thrown away.
+2. One parallel task per (batch, block of MC rows, block of NC columns).  A
+   task walks k in blocks of KC; inside a block each MR x NR micro-tile
+   advances its accumulators from k0 to k1 and parks them in the padded
+   output buffer until the next k-block (storing a float is exact).  Every
+   accumulator therefore sees its fmas for k = 0, 1, ..., K-1 in order, on one
+   thread, whatever the thread count: tasks partition the outputs, never k.
+3. A parallel pass adds the addend once (add_rn), canonicalises NaNs and
+   crops the padding.
+"""
+
+import contextlib
+
+import numpy as np
+from numba import njit, prange
+from numba.core import config as _numba_config
+
+from ..linalg import KC, MR, NR, micro_f32, micro_f64
+from ..rounding import add_rn, canonical
+
+# Panels per task: MC = 8 * MR rows (a block of 8 panels x KC stays in L2),
+# NC = 16 * NR columns.
+_MC_PANELS = 8
+_NC_PANELS = 16
+
+
+@njit(parallel=True, cache=True)
+def _pack_a(ap, a, mr):
+    nb, m, k_count = a.shape
+    npan = ap.shape[1]
+    for t in prange(nb * npan):
+        b, ip = t // npan, t % npan
+        rows = min(mr, m - ip * mr)
+        for k in range(k_count):
+            for r in range(rows):
+                ap[b, ip, k, r] = a[b, ip * mr + r, k]
+
+
+@njit(parallel=True, cache=True)
+def _pack_b(bp, bm, nr):
+    nb, k_count, n = bm.shape
+    npan = bp.shape[1]
+    for t in prange(nb * npan):
+        b, jp = t // npan, t % npan
+        cols = min(nr, n - jp * nr)
+        for k in range(k_count):
+            for j in range(cols):
+                bp[b, jp, k, j] = bm[b, k, jp * nr + j]
+
+
+def _make_blocks(micro, mr, nr):
+    @njit(parallel=True, cache=True)
+    def blocks(c_flat, ap_flat, bp_flat, nb, m_panels, n_panels, k_count, kc, mc_panels, nc_panels):
+        # flat arrays: cpad (nb, m_panels*mr, npad), ap (nb, m_panels, K, mr), bp (nb, n_panels, K, nr)
+        npad = n_panels * nr
+        m_blocks = (m_panels + mc_panels - 1) // mc_panels
+        n_blocks = (n_panels + nc_panels - 1) // nc_panels
+        k_blocks = max(1, (k_count + kc - 1) // kc)  # K = 0 still zero-fills the tiles
+        for t in prange(nb * m_blocks * n_blocks):
+            b = t // (m_blocks * n_blocks)
+            mb = (t // n_blocks) % m_blocks
+            nbk = t % n_blocks
+            ip0, ip1 = mb * mc_panels, min(m_panels, (mb + 1) * mc_panels)
+            jp0, jp1 = nbk * nc_panels, min(n_panels, (nbk + 1) * nc_panels)
+            for kb in range(k_blocks):
+                k0, k1 = kb * kc, min(k_count, (kb + 1) * kc)
+                for jp in range(jp0, jp1):
+                    for ip in range(ip0, ip1):
+                        a_off = ((b * m_panels + ip) * k_count + k0) * mr
+                        b_off = ((b * n_panels + jp) * k_count + k0) * nr
+                        c_off = (b * m_panels * mr + ip * mr) * npad + jp * nr
+                        micro(ap_flat, bp_flat, c_flat, a_off, b_off, c_off, npad, k1 - k0, kb == 0)
+
+    return blocks
+
+
+_blocks_f32 = _make_blocks(micro_f32, MR, NR[np.dtype(np.float32)])
+_blocks_f64 = _make_blocks(micro_f64, MR, NR[np.dtype(np.float64)])
+
+
+@njit(parallel=True, cache=True)
+def _finish(out, cpad):
+    nb, m, n = out.shape
+    for t in prange(nb * m):
+        b, i = t // m, t % m
+        for j in range(n):
+            out[b, i, j] = canonical(cpad[b, i, j])
+
+
+@njit(parallel=True, cache=True)
+def _finish_add(out, cpad, addend):
+    nb, m, n = out.shape
+    for t in prange(nb * m):
+        b, i = t // m, t % m
+        for j in range(n):
+            out[b, i, j] = canonical(add_rn(cpad[b, i, j], addend[b, i, j]))
+
+
+@contextlib.contextmanager
+def _slp_vectorize():
+    """Compile with LLVM's SLP vectorizer, which Numba leaves off by default.
+
+    It is what turns the micro-kernel's rows of NR scalar fmas into vfmadd on
+    ymm registers.  Vectorizing changes no rounding: each lane is the same
+    IEEE fma (no fast-math flags, nothing reassociated).  Numba reads the flag
+    whenever it builds a pass pipeline, so it only matters while a kernel
+    compiles; loading a cached kernel is unaffected.
+    """
+    saved = _numba_config.SLP_VECTORIZE
+    _numba_config.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        _numba_config.SLP_VECTORIZE = saved
+
+
+def _ceil_to(x, step):
+    return (x + step - 1) // step * step
+
+
+def bmm(out, a, b, addend=None):
+    """out (B, M, N) = a (B, M, K) @ b (B, K, N) [+ addend (B, M, N)], C-contiguous arrays."""
+    nb, m, k_count = a.shape
+    n = b.shape[2]
+    if out.size == 0:
+        return
+    dtype = a.dtype
+    nr = NR[dtype]
+    mpad, npad = _ceil_to(m, MR), _ceil_to(n, nr)
+    ap = np.zeros((nb, mpad // MR, k_count, MR), dtype)
+    bp = np.zeros((nb, npad // nr, k_count, nr), dtype)
+    if k_count:
+        _pack_a(ap, a, MR)
+        _pack_b(bp, b, nr)
+    cpad = np.empty((nb, mpad, npad), dtype)
+    blocks = _blocks_f32 if dtype == np.float32 else _blocks_f64
+    with _slp_vectorize():
+        blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
+               _MC_PANELS, _NC_PANELS)
+    if addend is None:
+        _finish(out, cpad)
+    else:
+        _finish_add(out, cpad, addend)
+
+
+def bmm_add(out, a, b, addend):
+    bmm(out, a, b, addend)

@@ -1,0 +1,282 @@
+"""Matrix products on torch tensors: mm, bmm, matmul, dot, linear, addmm, with autograd.
+
+Every output element is one fma chain in k order from +0, and an addend (the
+bias of `linear`, the `input` of `addmm`) is added once afterwards with add_rn
+(docs/order.md, "Matrix products").  All of them run one kernel, the batched
+product `_bmm` (softrep/cpu/linalg.py, softrep/cuda/linalg.py).
+
+Backward passes are softrep products:
+  grad_a = g @ b^T and grad_b = a^T @ g, each in the same k order;
+  a gradient summed over broadcast (or bias) dimensions is a product with a
+  vector of ones (`_sum_to_shape`): acc = +0, then acc = fma(g, 1, acc) =
+  add_rn(acc, g) over the summed elements in row-major order.
+"""
+
+import torch
+
+from . import backend
+from .cpu import linalg as cpu_linalg
+from .cuda import linalg as cuda_linalg
+from ._validate import FLOAT_DTYPES
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check(fn, **operands):
+    """Operands must be float32/float64 tensors of one dtype on one device."""
+    first_name, first = None, None
+    for name, t in operands.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"softrep.{fn}: argument '{name}' must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in FLOAT_DTYPES:
+            raise TypeError(
+                f"softrep.{fn}: argument '{name}' has dtype {t.dtype}; expected torch.float32 or torch.float64")
+        if first is None:
+            first_name, first = name, t
+            continue
+        if t.dtype != first.dtype:
+            raise TypeError(
+                f"softrep.{fn}: argument '{name}' has dtype {t.dtype} but '{first_name}' has {first.dtype}; "
+                "softrep does not promote dtypes, convert one of them explicitly")
+        if t.device != first.device:
+            raise ValueError(f"softrep.{fn}: argument '{name}' is on {t.device} but '{first_name}' is on {first.device}")
+
+
+def _check_rank(fn, name, t, ranks):
+    if t.dim() not in ranks:
+        want = " or ".join(f"{r}-D" for r in ranks)
+        raise ValueError(f"softrep.{fn}: argument '{name}' must be {want}, got a {t.dim()}-D tensor of shape {tuple(t.shape)}")
+
+
+def _check_inner(fn, name_a, ka, name_b, kb):
+    if ka != kb:
+        raise ValueError(
+            f"softrep.{fn}: inner dimensions do not match: '{name_a}' has {ka} columns but '{name_b}' has {kb} rows")
+
+
+def _check_scale(fn, beta, alpha):
+    if beta != 1 or alpha != 1:
+        raise NotImplementedError(
+            f"softrep.{fn}: only beta=1 and alpha=1 are implemented (got beta={beta}, alpha={alpha}); "
+            "scale the operands explicitly with softrep.mul to choose where the extra rounding goes")
+
+
+# --------------------------------------------------------------------------- kernel
+
+
+def _bmm(a, b, addend=None):
+    """(B, M, K) @ (B, K, N) [+ addend broadcastable to (B, M, N)] -> (B, M, N); no autograd."""
+    nb, m, k = a.shape
+    n = b.shape[2]
+    out = torch.empty((nb, m, n), dtype=a.dtype, device=a.device)
+    if out.numel() == 0:
+        return out
+    inputs = [a.detach().contiguous(), b.detach().contiguous()]
+    if addend is not None:
+        inputs.append(addend.detach().expand(nb, m, n).contiguous())
+    backend.execute(cpu_linalg.bmm, cuda_linalg.bmm, [out], inputs)
+    return out
+
+
+def _mm(a, b, addend=None):
+    return _bmm(a.unsqueeze(0), b.unsqueeze(0), None if addend is None else addend.unsqueeze(0))[0]
+
+
+def _sum_to_shape(g, shape):
+    """g summed over the dimensions where `shape` (right-aligned) is 1 or missing.
+
+    Order: for each kept index, acc = +0, then acc = add_rn(acc, x) over the
+    summed elements in row-major order of the summed dimensions (computed as
+    the product of g, as a (kept, summed) matrix, with a column of ones).
+    """
+    shape = torch.Size(shape)
+    if g.shape == shape:
+        return g
+    lead = g.dim() - len(shape)
+    padded = (1,) * lead + tuple(shape)
+    summed = [d for d in range(g.dim()) if padded[d] == 1 and g.shape[d] != 1]
+    kept = [d for d in range(g.dim()) if d not in summed]
+    kept_numel = summed_numel = 1
+    for d in kept:
+        kept_numel *= g.shape[d]
+    for d in summed:
+        summed_numel *= g.shape[d]
+    matrix = g.permute(*kept, *summed).reshape(kept_numel, summed_numel)
+    ones = torch.ones((summed_numel, 1), dtype=g.dtype, device=g.device)
+    return _MM.apply(matrix, ones, None).reshape(shape)
+
+
+# --------------------------------------------------------------------------- autograd
+
+
+class _MM(torch.autograd.Function):
+    """a (M, K) @ b (K, N) [+ addend broadcastable to (M, N)]."""
+
+    @staticmethod
+    def forward(ctx, a, b, addend):
+        ctx.save_for_backward(a, b)
+        ctx.addend_shape = None if addend is None else addend.shape
+        return _mm(a, b, addend)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = _MM.apply(g, b.t(), None) if ctx.needs_input_grad[0] else None
+        gb = _MM.apply(a.t(), g, None) if ctx.needs_input_grad[1] else None
+        gc = _sum_to_shape(g, ctx.addend_shape) if ctx.needs_input_grad[2] else None
+        return ga, gb, gc
+
+
+class _BMM(torch.autograd.Function):
+    """a (B, M, K) @ b (B, K, N)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _bmm(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = _BMM.apply(g, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        gb = _BMM.apply(a.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class _BroadcastBMM(torch.autograd.Function):
+    """a (..., M, K) @ b (..., K, N) with torch's batch broadcasting.
+
+    The gradient of a broadcast operand is the product at the broadcast batch
+    shape, then `_sum_to_shape` over the broadcast batch dimensions.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        ctx.save_for_backward(a, b)
+        a3 = a.detach().expand(*batch, m, k).reshape(-1, m, k)
+        b3 = b.detach().expand(*batch, k, n).reshape(-1, k, n)
+        return _bmm(a3, b3).reshape(*batch, m, n)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = _sum_to_shape(_BroadcastBMM.apply(g, b.transpose(-1, -2)), a.shape)
+        if ctx.needs_input_grad[1]:
+            gb = _sum_to_shape(_BroadcastBMM.apply(a.transpose(-1, -2), g), b.shape)
+        return ga, gb
+
+
+# --------------------------------------------------------------------------- public ops
+
+
+def mm(input, mat2):
+    """input (M, K) @ mat2 (K, N), each element one fma chain in k order (like torch.mm)."""
+    _check("mm", input=input, mat2=mat2)
+    _check_rank("mm", "input", input, (2,))
+    _check_rank("mm", "mat2", mat2, (2,))
+    _check_inner("mm", "input", input.shape[1], "mat2", mat2.shape[0])
+    return _MM.apply(input, mat2, None)
+
+
+def bmm(input, mat2):
+    """input (B, M, K) @ mat2 (B, K, N) per batch (like torch.bmm; no broadcasting)."""
+    _check("bmm", input=input, mat2=mat2)
+    _check_rank("bmm", "input", input, (3,))
+    _check_rank("bmm", "mat2", mat2, (3,))
+    if input.shape[0] != mat2.shape[0]:
+        raise ValueError(f"softrep.bmm: batch sizes differ: 'input' has {input.shape[0]}, 'mat2' has {mat2.shape[0]}")
+    _check_inner("bmm", "input", input.shape[2], "mat2", mat2.shape[1])
+    return _BMM.apply(input, mat2)
+
+
+def dot(input, tensor):
+    """Dot product of two 1-D tensors: +0, then fma in index order (like torch.dot)."""
+    _check("dot", input=input, tensor=tensor)
+    _check_rank("dot", "input", input, (1,))
+    _check_rank("dot", "tensor", tensor, (1,))
+    if input.shape[0] != tensor.shape[0]:
+        raise ValueError(
+            f"softrep.dot: 'input' has {input.shape[0]} elements but 'tensor' has {tensor.shape[0]}")
+    return _MM.apply(input.unsqueeze(0), tensor.unsqueeze(1), None).reshape(())
+
+
+def matmul(input, other):
+    """Matrix product with torch.matmul's rules (1-D operands, batch broadcasting)."""
+    _check("matmul", input=input, other=other)
+    if input.dim() == 0 or other.dim() == 0:
+        name = "input" if input.dim() == 0 else "other"
+        raise ValueError(f"softrep.matmul: argument '{name}' must be at least 1-D, got a 0-D tensor")
+    if input.dim() == 1 and other.dim() == 1:
+        return dot(input, other)
+    a = input.unsqueeze(0) if input.dim() == 1 else input
+    b = other.unsqueeze(1) if other.dim() == 1 else other
+    _check_inner("matmul", "input", a.shape[-1], "other", b.shape[-2])
+    if b.dim() == 2:
+        # (..., M, K) @ (K, N): fold the batch into the rows, as torch does, so
+        # that the weight gradient is one chain over all rows.
+        out = _MM.apply(a.reshape(-1, a.shape[-1]), b, None).reshape(*a.shape[:-1], b.shape[-1])
+    else:
+        try:
+            torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except RuntimeError:
+            raise ValueError(
+                f"softrep.matmul: batch dimensions do not broadcast: 'input' {tuple(input.shape)}, "
+                f"'other' {tuple(other.shape)}") from None
+        out = _BroadcastBMM.apply(a, b)
+    if input.dim() == 1:
+        out = out.squeeze(-2)
+    if other.dim() == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def linear(input, weight, bias=None):
+    """input @ weight^T + bias (like torch.nn.functional.linear); bias added once with add_rn.
+
+    The leading dimensions of `input` are folded into rows, so grad_weight
+    = g^T @ input is one fma chain over all rows in row-major order, and
+    grad_bias sums g over the rows (see `_sum_to_shape`).
+    """
+    operands = {"input": input, "weight": weight}
+    if bias is not None:
+        operands["bias"] = bias
+    _check("linear", **operands)
+    if input.dim() == 0:
+        raise ValueError("softrep.linear: argument 'input' must be at least 1-D, got a 0-D tensor")
+    _check_rank("linear", "weight", weight, (1, 2))
+    w = weight if weight.dim() == 2 else weight.unsqueeze(0)
+    _check_inner("linear", "input", input.shape[-1], "weight", w.shape[1])
+    if bias is not None:
+        if bias.dim() > 1 or (bias.dim() == 1 and bias.shape[0] not in (1, w.shape[0])):
+            raise ValueError(
+                f"softrep.linear: argument 'bias' must have shape ({w.shape[0]},) or (), got {tuple(bias.shape)}")
+    x2 = input.reshape(-1, input.shape[-1])
+    out = _MM.apply(x2, w.t(), bias)
+    lead = input.shape[:-1]
+    return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """mat1 @ mat2 + input, the addend (broadcast to (M, N)) added once with add_rn after the chain.
+
+    Only beta=1, alpha=1: any scaling is an extra rounding whose place the
+    caller should choose.
+    """
+    _check("addmm", input=input, mat1=mat1, mat2=mat2)
+    _check_scale("addmm", beta, alpha)
+    _check_rank("addmm", "mat1", mat1, (2,))
+    _check_rank("addmm", "mat2", mat2, (2,))
+    _check_inner("addmm", "mat1", mat1.shape[1], "mat2", mat2.shape[0])
+    shape = (mat1.shape[0], mat2.shape[1])
+    try:
+        if torch.broadcast_shapes(input.shape, shape) != torch.Size(shape):
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(
+            f"softrep.addmm: argument 'input' of shape {tuple(input.shape)} does not broadcast to {shape}") from None
+    return _MM.apply(mat1, mat2, input)
