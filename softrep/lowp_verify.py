@@ -54,10 +54,9 @@ def special_float32_bits():
 
 def compare_bits(got, ref):
     """Number of mismatches between two float32 arrays (NaN matches any NaN)."""
-    gb, rb = got.view(np.uint32), ref.view(np.uint32)
-    gn, rn = np.isnan(got), np.isnan(ref)
-    bad = (gb != rb) & ~(gn & rn)
-    return int(np.count_nonzero(bad)), np.flatnonzero(bad)
+    differ = np.flatnonzero(got.view(np.uint32) != ref.view(np.uint32))
+    bad = differ[~(np.isnan(got[differ]) & np.isnan(ref[differ]))]
+    return int(bad.size), bad
 
 
 def check_conversion(bits, fmt):
@@ -196,8 +195,9 @@ def main(argv=None):
             mismatches, examples, checked = 0, [], 0
             if args.exhaustive:
                 chunk = 1 << args.chunk_bits
+                offsets = np.arange(chunk, dtype=np.uint32)
                 for lo in tqdm(range(0, 1 << 32, chunk), desc=f"float32 -> {fmt}", unit="chunk"):
-                    bits = np.arange(lo, lo + chunk, dtype=np.uint64).astype(np.uint32)
+                    bits = offsets + np.uint32(lo)
                     n, ex = check_conversion(bits, fmt)
                     mismatches += n
                     examples += list(ex)

@@ -420,8 +420,8 @@ def _fma64(a, b, c, mode):
     d = _expansion_sign(p_lo, p_hi, cs, -rs)
     if d == 0 and c_tiny:
         d = _sgn(c)
-    if d == 0:  # exact zero: a*b = -c, and the sum of opposites is -0 downward
-        if mode == DOWN:
+    if d == 0:  # r is exact; if it is 0 then a*b = -c, a sum of opposites: -0 downward
+        if r == 0 and mode == DOWN:
             return _NEG_ZERO64
         return r
     return _adjust64(r, d, mode)

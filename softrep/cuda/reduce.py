@@ -1,0 +1,164 @@
+"""CUDA launchers for the reductions (sum order of docs/order.md, and max/min).
+
+Input is a 2-D array x[M, n] (any strides): M outputs, n reduced elements each.
+
+A sum is computed in passes, each a grid-stride loop over independent work
+items, with no atomics and no dependence on the launch shape:
+
+1. `partials`: one thread per (output, block of BLOCK = 128 elements) adds
+   the block left to right into P[i, j].
+2. `group_pass`: one thread per (output, aligned group of GROUP = 64
+   partials) runs the pairwise tree on its group (`tree_inplace`).  An
+   aligned group of 2**6 partials reduces to one node of the documented tree
+   (the pairing never crosses a group boundary below level 6), so replacing
+   each group by its result and repeating gives the tree's total.  The pass
+   repeats until one value per output is left (3 passes for 10**7 elements).
+3. `finish` runs the last group and writes the canonical result.
+
+Max/min/argmax: one thread per output scans its row; the comparison is a
+total order with ties to the first index, so the result does not depend on
+the scan.
+"""
+
+import functools
+
+from numba import cuda
+
+from .._jit import SIMULATOR
+from ..reduction_order import (BLOCK, GROUP, order_key, term_centered_square, term_value, tree_inplace,
+                               zero_like)
+from ..rounding import add_rn, canonical
+
+THREADS = 256
+_SIM_BLOCKS, _SIM_THREADS = 1, 4
+
+
+def _grid(work):
+    if SIMULATOR:
+        return _SIM_BLOCKS, _SIM_THREADS
+    return max(1, min((work + THREADS - 1) // THREADS, 65535)), THREADS
+
+
+@functools.lru_cache(maxsize=None)
+def _sum_kernels(term):
+    @cuda.jit(cache=not SIMULATOR)
+    def partials(P, x, center):
+        M, n = x.shape
+        nb = P.shape[1]
+        start, step = cuda.grid(1), cuda.gridsize(1)
+        for w in range(start, M * nb, step):
+            i = w // nb
+            j = w % nb
+            s = j * BLOCK
+            stop = min(s + BLOCK, n)
+            c = center[i]
+            p = term(x[i, s], c)
+            for k in range(s + 1, stop):
+                p = add_rn(p, term(x[i, k], c))
+            P[i, j] = p
+
+    return partials
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _group_pass(Q, P, width):
+    # Q[i, g] = tree of P[i, g*GROUP : min((g+1)*GROUP, width)]; P is scratch.
+    M = P.shape[0]
+    ngroups = Q.shape[1]
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for w in range(start, M * ngroups, step):
+        i = w // ngroups
+        g = w % ngroups
+        s = g * GROUP
+        Q[i, g] = tree_inplace(P[i], s, min(GROUP, width - s))
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _finish(out, P, width):
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, out.size, step):
+        out[i] = canonical(tree_inplace(P[i], 0, width))
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _fill_zero(out):
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, out.size, step):
+        out[i] = zero_like(out[i])
+
+
+def blocked_sum(term):
+    """Launcher run(stream, out[M], x[M, n], center[M]): the documented sum of
+    term(x[i, k], center[i]) over k, for each i."""
+    partials = _sum_kernels(term)
+
+    def run(stream, out, x, center):
+        M, n = x.shape
+        if M == 0:
+            return
+        if n == 0:
+            _fill_zero[_grid(M) + (stream,)](out)
+            return
+        width = (n + BLOCK - 1) // BLOCK
+        P = cuda.device_array((M, width), dtype=x.dtype, stream=stream)
+        partials[_grid(M * width) + (stream,)](P, x, center)
+        while width > GROUP:
+            ngroups = (width + GROUP - 1) // GROUP
+            Q = cuda.device_array((M, ngroups), dtype=x.dtype, stream=stream)
+            _group_pass[_grid(M * ngroups) + (stream,)](Q, P, width)
+            P, width = Q, ngroups
+        _finish[_grid(M) + (stream,)](out, P, width)
+
+    run.partials = partials
+    return run
+
+
+sum_values = blocked_sum(term_value)
+sum_centered_squares = blocked_sum(term_centered_square)
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _extreme(values, indices, x, largest):
+    M, n = x.shape
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, M, step):
+        best = order_key(x[i, 0], largest)
+        at = 0
+        for k in range(1, n):
+            key = order_key(x[i, k], largest)
+            if key > best:
+                best = key
+                at = k
+        indices[i] = at
+        values[i] = canonical(x[i, at])
+
+
+def extreme(stream, values, indices, x, largest):
+    """values[i], indices[i] = the max (largest) or min of row x[i] and its first index."""
+    M = x.shape[0]
+    if M == 0:
+        return
+    _extreme[_grid(M) + (stream,)](values, indices, x, largest)
+
+
+def _register_audit():
+    from numba.core import types
+
+    from . import audit
+
+    for dtype in (types.float32, types.float64):
+        mat, vec = types.Array(dtype, 2, "A"), types.Array(dtype, 1, "A")
+        for label, term in (("sum", term_value), ("centered_squares", term_centered_square)):
+            audit.register(f"reduction.{label}.partials.{dtype}",
+                           lambda term=term, mat=mat, vec=vec: (_sum_kernels(term).py_func, (mat, mat, vec)))
+        audit.register(f"reduction.group_pass.{dtype}",
+                       lambda mat=mat: (_group_pass.py_func, (mat, mat, types.int64)))
+        audit.register(f"reduction.fill_zero.{dtype}", lambda vec=vec: (_fill_zero.py_func, (vec,)))
+        audit.register(f"reduction.finish.{dtype}",
+                       lambda mat=mat, vec=vec: (_finish.py_func, (vec, mat, types.int64)))
+        audit.register(f"reduction.extreme.{dtype}",
+                       lambda mat=mat, vec=vec: (_extreme.py_func,
+                                                 (vec, types.Array(types.int64, 1, "A"), mat, types.boolean)))
+
+
+_register_audit()

@@ -1,0 +1,257 @@
+"""Shared pieces of sin, cos, tan, atan, erf and erfc (part 2 of the math library).
+
+These functions follow the scheme of softrep/math/_core.py -- a fast path in
+double with a proven relative error, then a rounding test -- but their
+accurate path is a table of exceptional inputs instead of a double-double
+evaluation:
+
+* The fast path of each function has a relative error below 2^-49 (argued in
+  its file).  `round_if_within` widens the double result y to the window
+  [y (1 - 2^-48), y (1 + 2^-48)] (the two products are rounded, by 2^-53
+  relatively, so the window still contains every value within 2^-49 of y) and
+  returns the common float32 rounding of both ends when they agree: rounding
+  is monotone, so that float32 is the correctly rounded value.
+* A float32 rounding boundary falls inside the window for about one input in
+  2^23.5, i.e. a few hundred of the 2^32.  The fast path is deterministic (the
+  same primitives on every backend), so running it on every float32 input
+  finds all of them: `python -m softrep.math._mathlib2 scan NAME` does this,
+  asks MPFR (gmpy2, 200 bits) for their correctly rounded values, and writes
+  them into the generated block of the function's file.  `lookup_exception`
+  finds them by binary search.  Each table therefore lists, for every input
+  where the double evaluation cannot decide, the MPFR value; the exhaustive
+  verifier re-checks every input against an independent reference.
+* The same scan writes the inputs whose exact value lies within 2^-20 ulp of
+  a float32 rounding midpoint to tests/data/mathlib_hard_cases/NAME.txt (CI
+  checks them all).
+
+Functions that are odd or even are tabulated on |x|: the key is the bit
+pattern of |x| and the sign is applied afterwards.
+"""
+
+import numpy as np
+
+from ..rounding import add_rn, bitcast, fma_rn, jitable, mul_rn
+
+F64 = np.float64
+U32 = np.uint32
+
+# Window of the rounding test: relative half-width 2^-48 (both factors exact).
+WINDOW_LO = F64(1.0 - 2.0**-48)
+WINDOW_HI = F64(1.0 + 2.0**-48)
+# Wider window used by the scan only to list candidate hard cases (2^-20 ulp of
+# a float32 is at most 2^-43 relatively).
+HARD_LO = F64(1.0 - 2.0**-41)
+HARD_HI = F64(1.0 + 2.0**-41)
+
+@jitable
+def round_if_within(y, window_lo, window_hi):
+    """(float32 nearest y, True) if y * window_lo and y * window_hi round to the
+    same float32, else (float32 nearest y, False).  y not NaN."""
+    lo = np.float32(mul_rn(y, window_lo))
+    hi = np.float32(mul_rn(y, window_hi))
+    return np.float32(y), lo == hi
+
+@jitable
+def lookup_exception(keys, values, key, fallback):
+    """values[i] (float32 bits) where keys[i] == key (keys sorted), else fallback."""
+    lo = 0
+    hi = keys.size - 1
+    while lo <= hi:
+        mid = (lo + hi) >> 1
+        k = keys[mid]
+        if k == key:
+            return bitcast(values[mid])
+        if k < key:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return fallback
+
+@jitable
+def finish(y, keys, values, key):
+    """The correctly rounded float32 of the value that y approximates within
+    2^-49 relatively; `key` (uint32 bits of the argument) selects the table
+    entry when the window straddles a rounding boundary."""
+    r, ok = round_if_within(y, WINDOW_LO, WINDOW_HI)
+    if ok:
+        return r
+    return lookup_exception(keys, values, key, r)
+
+def exception_arrays(pairs):
+    """Sorted key and value arrays for `lookup_exception`; a NaN key (never
+    looked up: NaN arguments return before) keeps the arrays non-empty."""
+    pairs = sorted(set(pairs) | {(0xFFFFFFFF, 0x7FC00000)})
+    keys = np.array([k for k, _ in pairs], dtype=np.uint32)
+    values = np.array([v for _, v in pairs], dtype=np.uint32)
+    return keys, values
+
+@jitable
+def horner(coeffs, u):
+    """sum coeffs[i] u^i by Horner's rule with fma (coeffs: 1-d float64 array, lowest first)."""
+    n = coeffs.size
+    p = coeffs[n - 1]
+    for i in range(n - 2, -1, -1):
+        p = fma_rn(p, u, coeffs[i])
+    return p
+
+@jitable
+def horner_row(table, row, u):
+    """sum table[row, i] u^i by Horner's rule with fma."""
+    n = table.shape[1]
+    p = table[row, n - 1]
+    for i in range(n - 2, -1, -1):
+        p = fma_rn(p, u, table[row, i])
+    return p
+
+def coefficient_array(values):
+    return np.array(values, dtype=np.float64)
+
+
+# Sign-bit operations on float32.  softrep.rounding's `fabs`/`negate` return a
+# float64 for float32 arguments on the CPU target (the uint32 expression there
+# is typed int64 by Numba and then bit-cast to float64); the explicit uint32
+# conversion keeps these in float32.
+_SIGN32 = np.uint32(0x80000000)
+_ABS32 = np.uint32(0x7FFFFFFF)
+
+
+@jitable
+def abs_f32(x):
+    return bitcast(np.uint32(bitcast(x) & _ABS32))
+
+
+@jitable
+def neg_f32(x):
+    return bitcast(np.uint32(bitcast(x) ^ _SIGN32))
+
+
+@jitable
+def sign_bit_f32(x):
+    """True when the sign bit of the float32 x is set (also for -0 and NaN)."""
+    return (bitcast(x) & _SIGN32) != np.uint32(0)
+
+
+# --------------------------------------------------------------------------- offline tools
+# `python -m softrep.math._mathlib2 scan NAME` regenerates the exception table of
+# NAME and its hard cases; `python -m softrep.math._mathlib2 tables` regenerates
+# _mathlib2_tables.py.  Neither runs in kernels.
+
+# name -> (approximation function, ranges of key bits [lo, hi), MPFR function name)
+SCANS = {
+    "sin": ("sin_approx", [(0x00000000, 0x7F800000)], "sin"),
+    "cos": ("cos_approx", [(0x00000000, 0x7F800000)], "cos"),
+    "tan": ("tan_approx", [(0x00000000, 0x7F800000)], "tan"),
+    "atan": ("atan_approx", [(0x00000000, 0x7F800000)], "atan"),
+    "erf": ("erf_approx", [(0x00000000, 0x40900000)], "erf"),  # |x| <= 4.5
+    # x in [-4.5, 10.5]: beyond, erfc rounds to 2 or to 0
+    "erfc": ("erfc_approx", [(0x00000000, 0x41280000), (0x80000000, 0xC0900001)], "erfc"),
+}
+
+_HARD_ULP = 2.0**-20
+
+
+def _scanner(approx):
+    from numba import njit, prange
+
+    @njit(parallel=True)
+    def scan(lo, flags):
+        for i in prange(flags.size):
+            y = approx(bitcast(np.uint32(lo + i)))
+            _, ok = round_if_within(y, WINDOW_LO, WINDOW_HI)
+            if not ok:
+                flags[i] = 2
+            else:
+                _, wide_ok = round_if_within(y, HARD_LO, HARD_HI)
+                flags[i] = 0 if wide_ok else 1
+    return scan
+
+
+def _mpfr_case(fname, key):
+    """(correctly rounded float32 bits, distance of the exact value to the nearest
+    float32 rounding midpoint in ulps) of fname(x), x the float32 with bits key."""
+    import gmpy2
+
+    x = float(np.array(key, dtype=np.uint32).view(np.float32))
+    f = getattr(gmpy2, fname)
+    with gmpy2.context(gmpy2.ieee(32)):
+        r = f(gmpy2.mpfr(x))
+    r32 = np.float32(float(r))
+    with gmpy2.context(precision=300, emin=-100000, emax=100000):
+        v = f(gmpy2.mpfr(x))
+        if not np.isfinite(r32) or v == gmpy2.mpfr(float(r32)):
+            return int(r32.view(np.uint32)), 1.0
+        toward = np.float32(np.inf) if v > gmpy2.mpfr(float(r32)) else np.float32(-np.inf)
+        n32 = np.nextafter(r32, toward)
+        mid = (gmpy2.mpfr(float(r32)) + gmpy2.mpfr(float(n32))) / 2
+        ulp = abs(gmpy2.mpfr(float(n32)) - gmpy2.mpfr(float(r32)))
+        dist = float(abs(v - mid) / ulp)
+    return int(r32.view(np.uint32)), dist
+
+
+def scan(name, progress=True):
+    """Run NAME's fast path on every key in its ranges; rewrite its exception
+    table and tests/data/mathlib_hard_cases/NAME.txt.  Returns (exceptions, hard)."""
+    import importlib
+    import os
+    import re
+    import time
+
+    approx_name, ranges, fname = SCANS[name]
+    module = importlib.import_module(f"softrep.math.{name}")
+    run = _scanner(getattr(module, approx_name))
+    chunk = 1 << 24
+    flags = np.empty(chunk, dtype=np.uint8)
+    exceptions, candidates = [], []
+    start = time.time()
+    for lo, hi in ranges:
+        for base in range(lo, hi, chunk):
+            n = min(chunk, hi - base)
+            run(base, flags[:n])
+            idx = np.nonzero(flags[:n])[0]
+            for i in idx:
+                (exceptions if flags[i] == 2 else candidates).append(base + int(i))
+            if progress:
+                print(f"\r{name}: {base + n:#010x} {len(exceptions)} exceptions "
+                      f"{time.time() - start:.0f}s", end="", flush=True)
+    if progress:
+        print()
+    table, hard = [], []
+    exception_set = set(exceptions)
+    for key in exceptions + candidates:
+        value, dist = _mpfr_case(fname, key)
+        if key in exception_set:
+            table.append((key, value))
+        if dist < _HARD_ULP:
+            hard.append((key, value))
+    table.sort()
+    hard.sort()
+    path = module.__file__
+    src = open(path).read()
+    upper = name.upper()
+    body = "".join(f"    (0x{k:08x}, 0x{v:08x}),\n" for k, v in table)
+    src, count = re.subn(rf"({upper}_EXCEPTIONS = \(\n).*?(\)\n# END GENERATED EXCEPTIONS)",
+                         lambda m: m.group(1) + body + m.group(2), src, flags=re.S)
+    assert count == 1, f"no generated exception block in {path}"
+    with open(path, "w") as f:
+        f.write(src)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    data = os.path.join(root, "tests", "data", "mathlib_hard_cases")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(data, f"{name}.txt"), "w") as f:
+        f.write(f"# {name}: float32 inputs (bits) whose exact value is within 2^-20 ulp of a rounding\n"
+                f"# midpoint, and the correctly rounded result (bits, MPFR); generated by\n"
+                f"# `python -m softrep.math._mathlib2 scan {name}`."
+                f"{' Odd/even function: |x| only.' if name != 'erfc' else ''}\n")
+        for k, v in hard:
+            f.write(f"{k:08x} {v:08x}\n")
+    print(f"{name}: {len(table)} exceptions, {len(hard)} hard cases, {len(candidates)} candidates, "
+          f"{time.time() - start:.0f}s")
+    return table, hard
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1] == "scan":
+        for fn_name in sys.argv[2:]:
+            scan(fn_name)
