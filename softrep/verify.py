@@ -221,11 +221,12 @@ def mpfr_f32(name, *xs):
         v = _mpfr_value(ref, xs, precision)
         if gmpy2.is_nan(v):
             return np.float32(np.nan), None
-        if gmpy2.is_inf(v):
+        if gmpy2.is_infinite(v):
             return np.float32(float(v)), None
         if gmpy2.is_zero(v):
             return np.float32(float(v)), None  # keeps the sign of zero
-        q = Fraction(*v.as_integer_ratio())
+        num, den = v.as_integer_ratio()
+        q = Fraction(int(num), int(den))
         err = abs(q) * Fraction(1, 2 ** (precision - max(ref.mpfr_error, 1)))
         lo, hi = round_to_f32(q - err), round_to_f32(q + err)
         if lo.view(np.uint32) == hi.view(np.uint32):
