@@ -131,6 +131,45 @@ def sign_bit_f32(x):
     return (bitcast(x) & _SIGN32) != np.uint32(0)
 
 
+
+# --------------------------------------------------------------------------- exact decisions
+# For rsqrt, cbrt and hypot the rounding test's failure is settled exactly: the
+# window [y (1 - w), y (1 + w)] contains at most one float32 rounding boundary
+# (w is far below the float32 spacing), the midpoint of the two float32
+# roundings lo32 < hi32 of its ends.  Each function compares its exact value
+# with that midpoint using error-free operations.
+
+OVERFLOW_THRESHOLD = F64(2.0**128 - 2.0**103)  # FLT_MAX + ulp/2: from here up, RN gives inf
+_HALF = F64(0.5)
+
+
+@jitable
+def midpoint32(lo32, hi32):
+    """The rounding boundary between adjacent positive float32 lo32 < hi32, exact in double."""
+    if hi32 == np.float32(np.inf):
+        return OVERFLOW_THRESHOLD
+    return mul_rn(add_rn(F64(lo32), F64(hi32)), _HALF)
+
+
+@jitable
+def window_ends(y, window_lo, window_hi):
+    """The float32 roundings of y * window_lo and y * window_hi (y > 0)."""
+    return np.float32(mul_rn(y, window_lo)), np.float32(mul_rn(y, window_hi))
+
+
+@jitable
+def pick(lo32, hi32, above):
+    """hi32 if the exact value is above the midpoint (above > 0), lo32 if below
+    (< 0); on a tie (0) the one with an even last bit (inf beats FLT_MAX, as IEEE
+    754 rounds FLT_MAX + ulp/2 to inf)."""
+    if above > 0:
+        return hi32
+    if above < 0:
+        return lo32
+    if (bitcast(lo32) & np.uint32(1)) == np.uint32(0):
+        return lo32
+    return hi32
+
 # --------------------------------------------------------------------------- offline tools
 # `python -m softrep.math._mathlib2 scan NAME` regenerates the exception table of
 # NAME and its hard cases; `python -m softrep.math._mathlib2 tables` regenerates
@@ -142,9 +181,9 @@ SCANS = {
     "cos": ("cos_approx", [(0x00000000, 0x7F800000)], "cos"),
     "tan": ("tan_approx", [(0x00000000, 0x7F800000)], "tan"),
     "atan": ("atan_approx", [(0x00000000, 0x7F800000)], "atan"),
-    "erf": ("erf_approx", [(0x00000000, 0x40900000)], "erf"),  # |x| <= 4.5
-    # x in [-4.5, 10.5]: beyond, erfc rounds to 2 or to 0
-    "erfc": ("erfc_approx", [(0x00000000, 0x41280000), (0x80000000, 0xC0900001)], "erfc"),
+    "erf": ("erf_approx", [(0x00000000, 0x40800001)], "erf"),  # |x| <= 4
+    # x in [-4, 10.25]: beyond, erfc rounds to 2 or to 0
+    "erfc": ("erfc_approx", [(0x00000000, 0x41240001), (0x80000000, 0xC0800001)], "erfc"),
 }
 
 _HARD_ULP = 2.0**-20
