@@ -20,9 +20,9 @@ evaluation:
   finds them by binary search.  Each table therefore lists, for every input
   where the double evaluation cannot decide, the MPFR value; the exhaustive
   verifier re-checks every input against an independent reference.
-* The same scan writes the inputs whose exact value lies within 2^-20 ulp of
-  a float32 rounding midpoint to tests/data/mathlib_hard_cases/NAME.txt (CI
-  checks them all).
+* The hard cases (exact value within 2^-20 ulp of a float32 rounding
+  midpoint) are saved by the exhaustive verifier, `python -m softrep verify
+  NAME --exhaustive`, to tests/data/mathlib_hard_cases/NAME.txt.
 
 Functions that are odd or even are tabulated on |x|: the key is the bit
 pattern of |x| and the sign is applied afterwards.
@@ -38,10 +38,6 @@ U32 = np.uint32
 # Window of the rounding test: relative half-width 2^-48 (both factors exact).
 WINDOW_LO = F64(1.0 - 2.0**-48)
 WINDOW_HI = F64(1.0 + 2.0**-48)
-# Wider window used by the scan only to list candidate hard cases (2^-20 ulp of
-# a float32 is at most 2^-43 relatively).
-HARD_LO = F64(1.0 - 2.0**-41)
-HARD_HI = F64(1.0 + 2.0**-41)
 
 @jitable
 def round_if_within(y, window_lo, window_hi):
@@ -180,13 +176,11 @@ SCANS = {
     "sin": ("sin_approx", [(0x00000000, 0x7F800000)], "sin"),
     "cos": ("cos_approx", [(0x00000000, 0x7F800000)], "cos"),
     "tan": ("tan_approx", [(0x00000000, 0x7F800000)], "tan"),
-    "atan": ("atan_approx", [(0x00000000, 0x7F800000)], "atan"),
+    "atan": ("atan_approx", [(0x00000000, 0x7F800001)], "atan"),
     "erf": ("erf_approx", [(0x00000000, 0x40800001)], "erf"),  # |x| <= 4
     # x in [-4, 10.25]: beyond, erfc rounds to 2 or to 0
     "erfc": ("erfc_approx", [(0x00000000, 0x41240001), (0x80000000, 0xC0800001)], "erfc"),
 }
-
-_HARD_ULP = 2.0**-20
 
 
 def _scanner(approx):
@@ -197,41 +191,26 @@ def _scanner(approx):
         for i in prange(flags.size):
             y = approx(bitcast(np.uint32(lo + i)))
             _, ok = round_if_within(y, WINDOW_LO, WINDOW_HI)
-            if not ok:
-                flags[i] = 2
-            else:
-                _, wide_ok = round_if_within(y, HARD_LO, HARD_HI)
-                flags[i] = 0 if wide_ok else 1
+            flags[i] = 0 if ok else 1
     return scan
 
 
-def _mpfr_case(fname, key):
-    """(correctly rounded float32 bits, distance of the exact value to the nearest
-    float32 rounding midpoint in ulps) of fname(x), x the float32 with bits key."""
+def mpfr_f32_bits(fname, key):
+    """Bits of the correctly rounded float32 value of gmpy2.<fname>(x), x the float32
+    with bits `key` (MPFR is correctly rounded; the IEEE binary32 context
+    subnormalizes)."""
     import gmpy2
 
     x = float(np.array(key, dtype=np.uint32).view(np.float32))
-    f = getattr(gmpy2, fname)
     with gmpy2.context(gmpy2.ieee(32)):
-        r = f(gmpy2.mpfr(x))
-    r32 = np.float32(float(r))
-    with gmpy2.context(precision=300, emin=-100000, emax=100000):
-        v = f(gmpy2.mpfr(x))
-        if not np.isfinite(r32) or v == gmpy2.mpfr(float(r32)):
-            return int(r32.view(np.uint32)), 1.0
-        toward = np.float32(np.inf) if v > gmpy2.mpfr(float(r32)) else np.float32(-np.inf)
-        n32 = np.nextafter(r32, toward)
-        mid = (gmpy2.mpfr(float(r32)) + gmpy2.mpfr(float(n32))) / 2
-        ulp = abs(gmpy2.mpfr(float(n32)) - gmpy2.mpfr(float(r32)))
-        dist = float(abs(v - mid) / ulp)
-    return int(r32.view(np.uint32)), dist
+        r = getattr(gmpy2, fname)(gmpy2.mpfr(x))
+    return int(np.float32(float(r)).view(np.uint32))
 
 
 def scan(name, progress=True):
-    """Run NAME's fast path on every key in its ranges; rewrite its exception
-    table and tests/data/mathlib_hard_cases/NAME.txt.  Returns (exceptions, hard)."""
+    """Run NAME's fast path on every key in its ranges and rewrite its exception
+    table with the MPFR values of the keys that fail the rounding test."""
     import importlib
-    import os
     import re
     import time
 
@@ -240,52 +219,30 @@ def scan(name, progress=True):
     run = _scanner(getattr(module, approx_name))
     chunk = 1 << 24
     flags = np.empty(chunk, dtype=np.uint8)
-    exceptions, candidates = [], []
+    keys = []
     start = time.time()
     for lo, hi in ranges:
         for base in range(lo, hi, chunk):
             n = min(chunk, hi - base)
             run(base, flags[:n])
-            idx = np.nonzero(flags[:n])[0]
-            for i in idx:
-                (exceptions if flags[i] == 2 else candidates).append(base + int(i))
+            keys += [base + int(i) for i in np.flatnonzero(flags[:n])]
             if progress:
-                print(f"\r{name}: {base + n:#010x} {len(exceptions)} exceptions "
-                      f"{time.time() - start:.0f}s", end="", flush=True)
+                print(f"\r{name}: {base + n:#010x} {len(keys)} exceptions {time.time() - start:.0f}s",
+                      end="", flush=True)
     if progress:
         print()
-    table, hard = [], []
-    exception_set = set(exceptions)
-    for key in exceptions + candidates:
-        value, dist = _mpfr_case(fname, key)
-        if key in exception_set:
-            table.append((key, value))
-        if dist < _HARD_ULP:
-            hard.append((key, value))
-    table.sort()
-    hard.sort()
+    table = sorted((k, mpfr_f32_bits(fname, k)) for k in keys)
     path = module.__file__
-    src = open(path).read()
-    upper = name.upper()
+    with open(path) as f:
+        src = f.read()
     body = "".join(f"    (0x{k:08x}, 0x{v:08x}),\n" for k, v in table)
-    src, count = re.subn(rf"({upper}_EXCEPTIONS = \(\n).*?(\)\n# END GENERATED EXCEPTIONS)",
+    src, count = re.subn(rf"({name.upper()}_EXCEPTIONS = \(\n).*?(\)\n# END GENERATED EXCEPTIONS)",
                          lambda m: m.group(1) + body + m.group(2), src, flags=re.S)
     assert count == 1, f"no generated exception block in {path}"
     with open(path, "w") as f:
         f.write(src)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    data = os.path.join(root, "tests", "data", "mathlib_hard_cases")
-    os.makedirs(data, exist_ok=True)
-    with open(os.path.join(data, f"{name}.txt"), "w") as f:
-        f.write(f"# {name}: float32 inputs (bits) whose exact value is within 2^-20 ulp of a rounding\n"
-                f"# midpoint, and the correctly rounded result (bits, MPFR); generated by\n"
-                f"# `python -m softrep.math._mathlib2 scan {name}`."
-                f"{' Odd/even function: |x| only.' if name != 'erfc' else ''}\n")
-        for k, v in hard:
-            f.write(f"{k:08x} {v:08x}\n")
-    print(f"{name}: {len(table)} exceptions, {len(hard)} hard cases, {len(candidates)} candidates, "
-          f"{time.time() - start:.0f}s")
-    return table, hard
+    print(f"{name}: {len(table)} exceptions, {time.time() - start:.0f}s")
+    return table
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ and |atan u| <= 0.063: < 2.4 * 2^-53.  All below 2^-49.
 import numpy as np
 
 from ..rounding import add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sub_rn
-from ._mathlib2 import abs_f32, coefficient_array, exception_arrays, finish, horner, neg_f32, sign_bit_f32
+from ._core import abs32, neg32, signbit32
+from ._mathlib2 import coefficient_array, exception_arrays, finish, horner
 from ._mathlib2_tables import ATAN_CENTER, ATAN_CENTER_COMPL, ATAN_SMALL
 
 F64 = np.float64
@@ -78,8 +79,8 @@ def atan_approx(a):
 def atan_f32(x):
     if x != x:
         return NAN32
-    a = abs_f32(x)
+    a = abs32(x)
     r = finish(atan_approx(a), _KEYS, _VALUES, bitcast(a))
-    if sign_bit_f32(x):
-        return neg_f32(r)
+    if signbit32(x):
+        return neg32(r)
     return r

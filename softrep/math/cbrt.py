@@ -23,8 +23,8 @@ which has more than 24 significant bits: impossible.
 import numpy as np
 
 from ..rounding import add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate
-from ._core import WINDOW_HI, WINDOW_LO, round_if_safe
-from ._mathlib2 import abs_f32, midpoint32, neg_f32, pick, sign_bit_f32, window_ends
+from ._core import WINDOW_HI, WINDOW_LO, abs32, neg32, round_if_safe, signbit32
+from ._mathlib2 import midpoint32, pick, window_ends
 
 F64 = np.float64
 THIRD = F64(1.0 / 3.0)
@@ -38,7 +38,7 @@ INF32 = np.float32(np.inf)
 def cbrt_f32(x):
     if x != x:
         return x
-    a = abs_f32(x)
+    a = abs32(x)
     if a == ZERO_F32 or a == INF32:
         return x
     ad = F64(a)
@@ -50,6 +50,6 @@ def cbrt_f32(x):
         lo32, hi32 = window_ends(y, WINDOW_LO, WINDOW_HI)
         m = midpoint32(lo32, hi32)
         r = pick(lo32, hi32, fma_rn(mul_rn(m, m), negate(m), ad))
-    if sign_bit_f32(x):
-        return neg_f32(r)
+    if signbit32(x):
+        return neg32(r)
     return r

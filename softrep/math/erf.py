@@ -15,7 +15,8 @@ import numpy as np
 
 from ..rounding import bitcast, jitable, sub_rn
 from ._erf import erf_small, erfc_mid
-from ._mathlib2 import abs_f32, exception_arrays, finish, neg_f32, sign_bit_f32
+from ._core import abs32, neg32, signbit32
+from ._mathlib2 import exception_arrays, finish
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
@@ -44,8 +45,8 @@ def erf_approx(a):
 def erf_f32(x):
     if x != x:
         return x
-    a = abs_f32(x)
+    a = abs32(x)
     r = finish(erf_approx(a), _KEYS, _VALUES, bitcast(a))
-    if sign_bit_f32(x):
-        return neg_f32(r)
+    if signbit32(x):
+        return neg32(r)
     return r

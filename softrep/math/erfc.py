@@ -19,7 +19,8 @@ import numpy as np
 
 from ..rounding import add_rn, bitcast, jitable, sub_rn
 from ._erf import erf_small, erfc_mid
-from ._mathlib2 import abs_f32, exception_arrays, finish
+from ._core import abs32
+from ._mathlib2 import exception_arrays, finish
 from .erf import erf_approx
 
 F64 = np.float64
@@ -44,7 +45,7 @@ def erfc_approx(x):
     if x < LOW_F32:
         return TWO
     if x < ZERO_F32:
-        return add_rn(ONE, erf_approx(abs_f32(x)))
+        return add_rn(ONE, erf_approx(abs32(x)))
     if x <= HALF_F32:
         return sub_rn(ONE, erf_small(x))
     if x > HIGH_F32:

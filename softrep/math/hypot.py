@@ -21,8 +21,8 @@ Pythagorean-like triples reaching a 25-bit midpoint) go to the even float32.
 import numpy as np
 
 from ..rounding import add_rn, fma_rn, jitable, mul_rn, sqrt_rn, sub_rn
-from ._core import WINDOW_HI, WINDOW_LO, round_if_safe
-from ._mathlib2 import abs_f32, midpoint32, pick, window_ends
+from ._core import WINDOW_HI, WINDOW_LO, abs32, round_if_safe
+from ._mathlib2 import midpoint32, pick, window_ends
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
@@ -32,8 +32,8 @@ ARG_NAMES = ("input", "other")
 
 @jitable
 def hypot_f32(x, y):
-    ax = abs_f32(x)
-    ay = abs_f32(y)
+    ax = abs32(x)
+    ay = abs32(y)
     if ax == INF32 or ay == INF32:
         return INF32
     if x != x or y != y:
