@@ -150,12 +150,15 @@ class _Var(torch.autograd.Function):
         dof = max(n - correction, 0)
         var = E.div(squares, float(dof)).reshape(out_shape)
         ctx.save_for_backward(x, mean_keep)
-        ctx.keep, ctx.dof = keep, float(dof)
+        ctx.keep, ctx.dof, ctx.dims = keep, float(dof), dims
         return var
 
     @staticmethod
     def backward(ctx, g):
         x, mean_keep = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            # double backward: the same bits, but through a differentiable mean
+            mean_keep = mean(x, ctx.dims, keepdim=True)
         scale = E.div(E.mul(g.reshape(ctx.keep), 2.0), ctx.dof)
         return E.mul(scale, E.sub(x, mean_keep)), None, None, None
 
