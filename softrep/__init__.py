@@ -7,6 +7,8 @@ algorithm source runs on the CPU (Numba) and on CUDA (numba-cuda).
 
 from . import cpu, cuda, rounding  # noqa: F401  (registers the primitives)
 from .elementwise import abs, add, div, fma, mul, neg, reciprocal, sqrt, square, sub
+from . import reduction  # noqa: F401
+from .reduction import amax, amin, argmax, argmin, mean, std, sum, var
 from . import lowp  # noqa: F401
 from .formats import Format
 from .lowp import round_to
@@ -16,5 +18,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "abs", "add", "div", "fma", "mul", "neg", "reciprocal", "sqrt", "square", "sub",
+    "amax", "amin", "argmax", "argmin", "mean", "std", "sum", "var",
     "Format", "Generator", "manual_seed", "round_to",
 ]
