@@ -103,30 +103,6 @@ def coefficient_array(values):
     return np.array(values, dtype=np.float64)
 
 
-# Sign-bit operations on float32.  softrep.rounding's `fabs`/`negate` return a
-# float64 for float32 arguments on the CPU target (the uint32 expression there
-# is typed int64 by Numba and then bit-cast to float64); the explicit uint32
-# conversion keeps these in float32.
-_SIGN32 = np.uint32(0x80000000)
-_ABS32 = np.uint32(0x7FFFFFFF)
-
-
-@jitable
-def abs_f32(x):
-    return bitcast(np.uint32(bitcast(x) & _ABS32))
-
-
-@jitable
-def neg_f32(x):
-    return bitcast(np.uint32(bitcast(x) ^ _SIGN32))
-
-
-@jitable
-def sign_bit_f32(x):
-    """True when the sign bit of the float32 x is set (also for -0 and NaN)."""
-    return (bitcast(x) & _SIGN32) != np.uint32(0)
-
-
 
 # --------------------------------------------------------------------------- exact decisions
 # For rsqrt, cbrt and hypot the rounding test's failure is settled exactly: the

@@ -13,7 +13,8 @@ rounded safely, with its MPFR value).
 import numpy as np
 
 from ..rounding import bitcast, jitable, negate
-from ._mathlib2 import abs_f32, exception_arrays, finish, neg_f32, sign_bit_f32
+from ._core import abs32, neg32, signbit32
+from ._mathlib2 import exception_arrays, finish
 from ._trig import cos_halfpi, reduce_quadrant, sin_halfpi
 
 NAN32 = np.float32(np.nan)
@@ -149,10 +150,10 @@ def sin_approx(a):
 
 @jitable
 def sin_f32(x):
-    a = abs_f32(x)
+    a = abs32(x)
     if x != x or a == INF32:
         return NAN32
     r = finish(sin_approx(a), _KEYS, _VALUES, bitcast(a))
-    if sign_bit_f32(x):
-        return neg_f32(r)
+    if signbit32(x):
+        return neg32(r)
     return r
