@@ -21,3 +21,11 @@ __all__ = [
     "amax", "amin", "argmax", "argmin", "mean", "std", "sum", "var",
     "Format", "Generator", "manual_seed", "round_to",
 ]
+
+# Correctly rounded math functions (one per softrep/math module: exp, log, tanh, ...)
+# and the DL functions built from them.
+from . import math as _mathlib  # noqa: E402
+from .math import *  # noqa: E402,F401,F403
+from .activations import log_softmax, logsumexp, mish, silu, softmax, softplus  # noqa: E402
+
+__all__ += _mathlib.__all__ + ["log_softmax", "logsumexp", "mish", "silu", "softmax", "softplus"]

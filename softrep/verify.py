@@ -266,8 +266,11 @@ def _mpfr_value(ref, xs, precision):
 
     ctx = gmpy2.context(precision=precision, emin=-(1 << 30), emax=1 << 30)
     with gmpy2.context(ctx):
-        args = [gmpy2.mpfr(float(x)) for x in xs]
-        return ref.mpfr(*args)
+        args = [gmpy2.mpfr(float(x)) for x in xs]  # exact: precision >= 53
+        gmpy2.get_context().clear_flags()
+        v = ref.mpfr(*args)
+        # no operation was inexact: v is the exact value (e.g. exp2(-150) = 2^-150, a midpoint)
+        return v, not gmpy2.get_context().inexact
 
 
 def mpfr_f32(name, *xs):
@@ -279,7 +282,7 @@ def mpfr_f32(name, *xs):
     ref = REFERENCES[name]
     precision = 96
     while precision <= 8192:
-        v = _mpfr_value(ref, xs, precision)
+        v, exact = _mpfr_value(ref, xs, precision)
         if gmpy2.is_nan(v):
             return np.float32(np.nan), None
         if gmpy2.is_infinite(v):
@@ -288,7 +291,7 @@ def mpfr_f32(name, *xs):
             return np.float32(float(v)), None  # keeps the sign of zero
         num, den = v.as_integer_ratio()
         q = Fraction(int(num), int(den))
-        err = abs(q) * Fraction(1, 2 ** (precision - max(ref.mpfr_error, 1)))
+        err = 0 if exact else abs(q) * Fraction(1, 2 ** (precision - max(ref.mpfr_error, 1)))
         lo, hi = round_to_f32(q - err), round_to_f32(q + err)
         if lo.view(np.uint32) == hi.view(np.uint32):
             return lo, _midpoint_distance(q, lo)

@@ -1,0 +1,238 @@
+"""The correctly rounded float32 math library (part 1: exp, log, sinh/cosh/tanh, sigmoid families).
+
+References are independent of softrep/math: the platform libm in float64 with
+a stated error bound, and MPFR (gmpy2) wherever that cannot decide
+(softrep/verify.py, whose own exact rounding is tested here against numpy).
+The exhaustive proofs are `python -m softrep verify FUNC --exhaustive`
+(docs/mathlib.md); CI runs the sampled version below.
+"""
+
+from fractions import Fraction
+
+import gmpy2
+import numpy as np
+import pytest
+import torch
+
+import softrep
+import softrep.math as M
+from softrep import verify as V
+
+from golden import bit_pattern_tensor, check, normal_tensor
+
+PART1 = ("exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sinh", "cosh", "tanh", "sigmoid")
+SAMPLE = 100_000
+
+
+def bits(a):
+    return np.asarray(a, dtype=np.float32).view(np.uint32)
+
+
+# --------------------------------------------------------------------------- the verifier itself
+
+
+def test_round_to_f32_matches_ieee_conversion():
+    """The verifier's exact rational rounding agrees with the hardware double -> float32
+    conversion (normal, subnormal, overflow, ties)."""
+    rng = np.random.Generator(np.random.PCG64(7))
+    d = rng.integers(0, 2**64, size=20000, dtype=np.uint64).view(np.float64)
+    d = d[np.isfinite(d)]
+    scaled = np.concatenate([
+        d, np.ldexp(rng.random(20000) + 1, rng.integers(-160, 130, 20000)) * rng.choice([-1, 1], 20000),
+        np.array([2.0**-150, 3 * 2.0**-150, 2.0**-150 * (1 + 2.0**-40), 2.0**128 - 2.0**103,
+                  2.0**128 - 2.0**103 - 2.0**70, 1 + 2.0**-24, 1 + 3 * 2.0**-24])])
+    for v in scaled:
+        with np.errstate(over="ignore"):
+            expected = np.float32(v)
+        assert bits(V.round_to_f32(Fraction(float(v)))) == bits(expected), v
+
+
+def test_classify_detects_a_misrounded_output():
+    """Flip the last bit of correct results: the verifier must count every one."""
+    rng = np.random.Generator(np.random.PCG64(3))
+    xs = (rng.standard_normal(5000) * 10).astype(np.float32)
+    good = M.exp(torch.from_numpy(xs)).numpy()
+    bad = (good.view(np.uint32) ^ np.uint32(1)).view(np.float32)
+    ref = V.REFERENCES["exp"]
+    rel = ref.libm_ulps * 2.0**-52
+    assert (V._classify(ref.libm, xs, good, rel, V.HARD_ULPS) == V.MISROUNDED).sum() == 0
+    status = V._classify(ref.libm, xs, bad, rel, V.HARD_ULPS)
+    assert ((status == V.MISROUNDED) | (status == V.ASK_MPFR)).all()
+
+
+@pytest.mark.parametrize("name", PART1)
+def test_mpfr_reference_agrees_with_gmpy2_ieee_context(name):
+    """Ziv's loop + exact rounding gives MPFR's own IEEE-binary32 result."""
+    rng = np.random.Generator(np.random.PCG64(11))
+    xs = (rng.standard_normal(200) * 4).astype(np.float32)
+    fn = getattr(gmpy2, name, None)  # sigmoid has no MPFR function: Ziv path only
+    for x in xs:
+        got, _ = V.mpfr_f32(name, x)
+        if fn is None:
+            continue
+        with gmpy2.context(gmpy2.ieee(32)):
+            exp = np.float32(float(fn(gmpy2.mpfr(float(x)))))
+        assert bits(got) == bits(exp) or (np.isnan(got) and np.isnan(exp)), (name, x)
+
+
+# --------------------------------------------------------------------------- correct rounding
+
+
+@pytest.mark.parametrize("name", PART1)
+def test_sampled_correctly_rounded(name):
+    """>= 10^5 random bit patterns, special values, both ends of every binade,
+    integers and half-integers, and every saved hard case, bit for bit."""
+    result = V.run(name, sample=SAMPLE, seed=2024, progress=False, save=False)
+    assert result.checked >= SAMPLE
+    assert result.misrounded == 0, V.report(result)
+
+
+@pytest.mark.parametrize("name", PART1)
+def test_ordinary_range_against_mpfr_directly(name):
+    """Values of ordinary size, each checked with MPFR (no libm shortcut)."""
+    rng = np.random.Generator(np.random.PCG64(5))
+    xs = np.concatenate([(rng.standard_normal(400) * 3).astype(np.float32),
+                         (rng.random(100) * 2).astype(np.float32),
+                         np.float32(2.0) ** rng.integers(-140, 7, 100).astype(np.float32)])
+    got = M.FUNCTIONS[name].op(torch.from_numpy(xs)).numpy()
+    for x, g in zip(xs, got):
+        expected, _ = V.mpfr_f32(name, x)
+        if np.isnan(expected):
+            assert bits(g) == 0x7FC00000, (name, x)
+        else:
+            assert bits(g) == bits(expected), (name, x, g, expected)
+
+
+SPECIAL = {
+    # name: [(x, expected)] with exact, well-known values (signed zeros matter)
+    "exp": [(0.0, 1.0), (-0.0, 1.0), (np.inf, np.inf), (-np.inf, 0.0), (89.0, np.inf), (-104.0, 0.0)],
+    "exp2": [(3.0, 8.0), (-149.0, 2.0**-149), (-150.0, 0.0), (128.0, np.inf), (-np.inf, 0.0), (0.5, np.sqrt(2))],
+    "exp10": [(2.0, 100.0), (10.0, 1e10), (0.0, 1.0), (-np.inf, 0.0), (39.0, np.inf)],
+    "expm1": [(0.0, 0.0), (-0.0, -0.0), (-np.inf, -1.0), (np.inf, np.inf), (-20.0, -1.0)],
+    "log": [(1.0, 0.0), (0.0, -np.inf), (-0.0, -np.inf), (-1.0, np.nan), (np.inf, np.inf)],
+    "log2": [(8.0, 3.0), (2.0**-149, -149.0), (1.0, 0.0), (0.0, -np.inf), (-np.inf, np.nan)],
+    "log10": [(1000.0, 3.0), (1e10, 10.0), (1.0, 0.0), (0.0, -np.inf)],
+    "log1p": [(0.0, 0.0), (-0.0, -0.0), (-1.0, -np.inf), (-2.0, np.nan), (np.inf, np.inf)],
+    "sinh": [(0.0, 0.0), (-0.0, -0.0), (np.inf, np.inf), (-np.inf, -np.inf), (-100.0, -np.inf)],
+    "cosh": [(0.0, 1.0), (-0.0, 1.0), (-np.inf, np.inf), (100.0, np.inf)],
+    "tanh": [(0.0, 0.0), (-0.0, -0.0), (np.inf, 1.0), (-np.inf, -1.0), (-30.0, -1.0)],
+    "sigmoid": [(0.0, 0.5), (-0.0, 0.5), (np.inf, 1.0), (-np.inf, 0.0), (-200.0, 0.0)],
+}
+
+
+@pytest.mark.parametrize("name", PART1)
+def test_special_values(name):
+    xs = np.array([x for x, _ in SPECIAL[name]] + [np.nan, -np.nan], np.float32)
+    nan_payload = np.array([0x7FA00001, 0xFFC00123], np.uint32).view(np.float32)
+    xs = np.concatenate([xs, nan_payload])
+    got = M.FUNCTIONS[name].op(torch.from_numpy(xs)).numpy()
+    expected = np.array([e for _, e in SPECIAL[name]] + [np.nan] * 4, np.float32)
+    for x, g, e in zip(xs, got, expected):
+        if np.isnan(e):
+            assert bits(g) == 0x7FC00000, (name, x)
+        else:
+            assert bits(g) == bits(e), (name, x, g, e)
+
+
+# --------------------------------------------------------------------------- API and autograd
+
+
+def test_public_names():
+    for name in PART1:
+        assert getattr(softrep, name) is M.FUNCTIONS[name].op
+        assert name in softrep.__all__
+
+
+def test_float64_not_supported_yet():
+    with pytest.raises(TypeError, match="float64 is not supported yet"):
+        softrep.exp(torch.ones(3, dtype=torch.float64))
+
+
+def test_argument_errors():
+    with pytest.raises(TypeError, match="'input'"):
+        softrep.log(torch.ones(3, dtype=torch.int32))
+    with pytest.raises(TypeError, match="'input'"):
+        softrep.log("x")
+
+
+def test_noncontiguous_zero_element_and_inputs_untouched():
+    x = torch.randn(6, 8)
+    before = x.clone()
+    y = softrep.tanh(x.t())
+    assert torch.equal(y, softrep.tanh(x.t().contiguous()))
+    assert torch.equal(x, before)
+    assert softrep.exp(torch.empty(0, 3)).shape == (0, 3)
+    assert softrep.sigmoid(torch.tensor(0.0)).item() == 0.5
+
+
+@pytest.mark.parametrize("name", PART1)
+def test_gradient_matches_torch(name):
+    """Backward (softrep ops) against torch's derivative, float32, loose tolerance."""
+    torch_fn = {"exp10": lambda t: torch.pow(10.0, t), "sigmoid": torch.sigmoid}.get(name) or getattr(torch, name)
+    x = torch.linspace(-3, 3, 97)
+    if name in ("log", "log2", "log10"):
+        x = torch.linspace(0.1, 5, 97)
+    if name == "log1p":
+        x = torch.linspace(-0.9, 5, 97)
+    a = x.clone().requires_grad_()
+    b = x.clone().requires_grad_()
+    g = torch.randn(97, generator=torch.Generator().manual_seed(0))
+    M.FUNCTIONS[name].op(a).backward(g)
+    torch_fn(b).backward(g)
+    torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_broadcast_free_grad_is_exact_formula():
+    """exp's gradient is exactly mul(g, out), bit for bit."""
+    x = torch.randn(50, requires_grad=True)
+    y = softrep.exp(x)
+    g = torch.randn(50)
+    y.backward(g)
+    assert torch.equal(x.grad, softrep.mul(g, y.detach()))
+
+
+# --------------------------------------------------------------------------- golden vectors
+
+
+@pytest.mark.parametrize("name", PART1)
+def test_golden(name):
+    op = M.FUNCTIONS[name].op
+    check("mathlib.json", f"{name}.bits", op(bit_pattern_tensor(401, (4096,))))
+    check("mathlib.json", f"{name}.normal", op(normal_tensor(402, (4096,), scale=8.0)))
+
+
+# --------------------------------------------------------------------------- simulator
+
+
+def _sim_inputs(name):
+    rng = np.random.Generator(np.random.PCG64(9))
+    xs = [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-40, 0.5, 20.0, -50.0], np.float32),
+          (rng.standard_normal(12) * 5).astype(np.float32),
+          rng.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32).view(np.float32),
+          V.load_hard_cases(name)[:3].view(np.float32)]
+    return torch.from_numpy(np.concatenate(xs))
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("name", PART1)
+def test_simulator_matches_cpu(name, backend):
+    """The CUDA kernel (simulated; its primitives are exact rational arithmetic)
+    gives the CPU kernel's bits, including on hard cases (accurate path)."""
+    x = _sim_inputs(name)
+    op = M.FUNCTIONS[name].op
+    backend("cuda")
+    sim = op(x)
+    backend("cpu")
+    cpu = op(x)
+    assert np.array_equal(bits(sim.numpy()), bits(cpu.numpy()))
+
+
+@pytest.mark.simulator
+def test_simulator_accurate_path():
+    """Inputs known to take the double-double path (the rounding test fails)."""
+    backend_inputs = {"cosh": np.array([0x39b504f3, 0x39b504f4], np.uint32).view(np.float32)}
+    for name, xs in backend_inputs.items():
+        got = M.FUNCTIONS[name].op(torch.from_numpy(xs)).numpy()
+        for x, g in zip(xs, got):
+            expected, _ = V.mpfr_f32(name, x)
+            assert bits(g) == bits(expected)
