@@ -45,6 +45,45 @@ CENTER_COMPL = coefficient_array(ATAN_CENTER_COMPL)
 
 # BEGIN GENERATED EXCEPTIONS (python -m softrep.math._mathlib2 scan atan): (bits of |x|, bits of atan|x|)
 ATAN_EXCEPTIONS = (
+    (0x3a27ba3b, 0x3a27ba3a),
+    (0x3aac434b, 0x3aac4344),
+    (0x3ad637fa, 0x3ad637ee),
+    (0x3b06f308, 0x3b06f2fc),
+    (0x3b7c1bc9, 0x3b7c1b78),
+    (0x3be8237b, 0x3be8227d),
+    (0x3d8d6b23, 0x3d8d31c3),
+    (0x3dbb6ac7, 0x3dbae583),
+    (0x3e242361, 0x3e22c0f5),
+    (0x3ee06db1, 0x3ed38381),
+    (0x3f89058c, 0x3f51c5ec),
+    (0x40357f1d, 0x3f9dab29),
+    (0x40bf14c5, 0x3fb3d2b6),
+    (0x421ae6b6, 0x3fc5c1e1),
+    (0x4241b6f5, 0x3fc66b54),
+    (0x424dd4a2, 0x3fc69324),
+    (0x4252099d, 0x3fc69fe4),
+    (0x426bef73, 0x3fc6e45e),
+    (0x43d8ed1a, 0x3fc8c453),
+    (0x4630da7d, 0x3fc90cf6),
+    (0x46a8d965, 0x3fc90e56),
+    (0x46c99109, 0x3fc90e96),
+    (0x48b90f72, 0x3fc90fc4),
+    (0x494a1b01, 0x3fc90fd1),
+    (0x497bcdba, 0x3fc90fd2),
+    (0x49f7be1b, 0x3fc90fd7),
+    (0x4a2367a3, 0x3fc90fd7),
+    (0x4ae1e272, 0x3fc90fd9),
+    (0x4c700513, 0x3fc90fda),
+    (0x4c700514, 0x3fc90fda),
+    (0x4c700515, 0x3fc90fda),
+    (0x4c700516, 0x3fc90fda),
+    (0x4c700517, 0x3fc90fda),
+    (0x4c700518, 0x3fc90fdb),
+    (0x4c700519, 0x3fc90fdb),
+    (0x4c70051a, 0x3fc90fdb),
+    (0x4c70051b, 0x3fc90fdb),
+    (0x4c70051c, 0x3fc90fdb),
+    (0x4c70051d, 0x3fc90fdb),
 )
 # END GENERATED EXCEPTIONS
 _KEYS, _VALUES = exception_arrays(ATAN_EXCEPTIONS)
@@ -84,3 +123,10 @@ def atan_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+def grad(g, out, x):
+    """Input gradient div(g, add(1, square(x))) (softrep ops, rounded to nearest)."""
+    from ..elementwise import add, div, square
+
+    return (div(g, add(1.0, square(x))),)

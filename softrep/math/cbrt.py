@@ -53,3 +53,11 @@ def cbrt_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+def grad(g, out, x):
+    """Input gradient div(g, mul(square(out), 3)) (softrep ops, rounded to nearest):
+    d x^(1/3)/dx = 1 / (3 x^(2/3))."""
+    from ..elementwise import div, mul, square
+
+    return (div(g, mul(square(out), 3.0)),)

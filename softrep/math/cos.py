@@ -166,3 +166,12 @@ def cos_f32(x):
     if x != x or a == INF32:
         return NAN32
     return finish(cos_approx(a), _KEYS, _VALUES, bitcast(a))
+
+
+def grad(g, out, x):
+    """Input gradient mul(mul(g, sin(x)), -1) (softrep ops, rounded to nearest; the
+    product by -1 is exact)."""
+    from ..elementwise import mul
+    from .. import math as _ops
+
+    return (mul(mul(g, _ops.sin(x)), -1.0),)

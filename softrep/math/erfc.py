@@ -34,6 +34,47 @@ HIGH_F32 = np.float32(10.25)
 
 # BEGIN GENERATED EXCEPTIONS (python -m softrep.math._mathlib2 scan erfc): (bits of x, bits of erfc x)
 ERFC_EXCEPTIONS = (
+    (0x32e2dfc3, 0x3f800000),
+    (0x32e2dfc4, 0x3f800000),
+    (0x32e2dfc5, 0x3f7fffff),
+    (0x32e2dfc6, 0x3f7fffff),
+    (0x33aa27d3, 0x3f7fffff),
+    (0x340dcbdb, 0x3f7ffffd),
+    (0x344683cc, 0x3f7ffffc),
+    (0x347f3bbd, 0x3f7ffffc),
+    (0x3514e2d9, 0x3f7ffff5),
+    (0x357824bf, 0x3f7fffee),
+    (0x36895d7c, 0x3f7fffb3),
+    (0x36bafe6f, 0x3f7fff97),
+    (0x36ec9f62, 0x3f7fff7a),
+    (0x37ca4803, 0x3f7ffe37),
+    (0x37fbe8f6, 0x3f7ffdc7),
+    (0x382f956e, 0x3f7ffce7),
+    (0x38707ff5, 0x3f7ffbc3),
+    (0x38fc2fdc, 0x3f7ff71c),
+    (0x3a182939, 0x3f7fd513),
+    (0x3a73ad88, 0x3f7fbb43),
+    (0x3be245d2, 0x3f7e015e),
+    (0x3ca07463, 0x3f7a57c1),
+    (0x3cfa05d7, 0x3f772fbd),
+    (0x3e05c13f, 0x3f5a7b60),
+    (0x3e33a78f, 0x3f4dd5eb),
+    (0x400df51a, 0x3adfd6ed),
+    (0x40c0d2a2, 0x23911688),
+    (0xb362dfc4, 0x3f800000),
+    (0xb362dfc5, 0x3f800001),
+    (0xb4c683cc, 0x3f800004),
+    (0xb594e2d9, 0x3f80000b),
+    (0xb5f824bf, 0x3f800012),
+    (0xb73afe6f, 0x3f800069),
+    (0xb76c9f62, 0x3f800085),
+    (0xbb6c9b37, 0x3f80857d),
+    (0xbbbfcf4b, 0x3f80d86e),
+    (0xbce492e9, 0x3f840768),
+    (0xbde0b0ca, 0x3f8fc85d),
+    (0xbe83501c, 0x3fa43f0d),
+    (0xbf857a68, 0x3fee0b38),
+    (0xc0041e6a, 0x3fff8d19),
 )
 # END GENERATED EXCEPTIONS
 _KEYS, _VALUES = exception_arrays(ERFC_EXCEPTIONS)
@@ -58,3 +99,15 @@ def erfc_f32(x):
     if x != x:
         return x
     return finish(erfc_approx(x), _KEYS, _VALUES, bitcast(x))
+
+
+TWO_OVER_SQRT_PI = 1.1283791670955126  # 2/sqrt(pi), rounded to the tensor dtype by the op
+
+
+def grad(g, out, x):
+    """Input gradient mul(mul(g, mul(exp(mul(square(x), -1)), 2/sqrt(pi))), -1) (softrep ops,
+    rounded to nearest; the products by -1 are exact)."""
+    from ..elementwise import mul, square
+    from .. import math as _ops
+
+    return (mul(mul(g, mul(_ops.exp(mul(square(x), -1.0)), TWO_OVER_SQRT_PI)), -1.0),)

@@ -51,3 +51,11 @@ def hypot_f32(x, y):
     m = midpoint32(lo32, hi32)
     d = mul_rn(sub_rn(m, a), add_rn(m, a))
     return pick(lo32, hi32, sub_rn(b2, d))
+
+
+def grad(g, out, x, y):
+    """Input gradients mul(g, div(x, out)) and mul(g, div(y, out)) (softrep ops,
+    rounded to nearest; torch's formula: NaN at x = y = 0)."""
+    from ..elementwise import div, mul
+
+    return (mul(g, div(x, out)), mul(g, div(y, out)))

@@ -48,3 +48,10 @@ def rsqrt_f32(x):
     e = fma_rn(mul_rn(m, m), xd, MINUS_ONE)
     return pick(lo32, hi32, negate(e))
 
+
+def grad(g, out, x):
+    """Input gradient mul(g, mul(mul(out, square(out)), -0.5)) (softrep ops, rounded to nearest):
+    d x^(-1/2)/dx = -x^(-3/2) / 2 = -out^3 / 2."""
+    from ..elementwise import mul, square
+
+    return (mul(g, mul(mul(out, square(out)), -0.5)),)

@@ -157,3 +157,11 @@ def sin_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+def grad(g, out, x):
+    """Input gradient mul(g, cos(x)) (softrep ops, rounded to nearest)."""
+    from ..elementwise import mul
+    from .. import math as _ops
+
+    return (mul(g, _ops.cos(x)),)

@@ -123,3 +123,10 @@ def tan_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+def grad(g, out, x):
+    """Input gradient mul(g, add(1, square(out))) (softrep ops, rounded to nearest)."""
+    from ..elementwise import add, mul, square
+
+    return (mul(g, add(1.0, square(out))),)
