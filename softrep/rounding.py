@@ -161,26 +161,29 @@ by_type(one, {_types.float32: lambda x: ONE32, _types.float64: lambda x: ONE64})
 # neighbouring multiply; flipping the bit says exactly what is meant.
 _SIGN32 = np.uint32(0x80000000)
 _SIGN64 = np.uint64(0x8000000000000000)
+_MAGNITUDE32 = np.uint32(0x7FFFFFFF)
+_MAGNITUDE64 = np.uint64(0x7FFFFFFFFFFFFFFF)
 
 
 @jitable
 def _negate32(x):
-    return bitcast(bitcast(x) ^ _SIGN32)
+    # Numba widens uint32 ^ uint32 to uint64; narrow it back before the bitcast
+    return bitcast(np.uint32(bitcast(x) ^ _SIGN32))
 
 
 @jitable
 def _negate64(x):
-    return bitcast(bitcast(x) ^ _SIGN64)
+    return bitcast(np.uint64(bitcast(x) ^ _SIGN64))
 
 
 @jitable
 def _fabs32(x):
-    return bitcast(bitcast(x) & ~_SIGN32)
+    return bitcast(np.uint32(bitcast(x) & _MAGNITUDE32))
 
 
 @jitable
 def _fabs64(x):
-    return bitcast(bitcast(x) & ~_SIGN64)
+    return bitcast(np.uint64(bitcast(x) & _MAGNITUDE64))
 
 
 def negate(x):

@@ -11,6 +11,9 @@ import os
 import pytest
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+# scripts/gpu-check.sh sets this on a machine with a GPU: the `simulator` tests
+# then run in-process against the real device instead.
+REAL_GPU = os.environ.get("SOFTREP_TEST_DEVICE") == "cuda"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -18,7 +21,7 @@ def pytest_collection_modifyitems(config, items):
     skip_child = pytest.mark.skip(reason="the simulator child process runs simulator tests only")
     for item in items:
         is_sim = item.get_closest_marker("simulator") is not None
-        if is_sim and not SIMULATOR:
+        if is_sim and not (SIMULATOR or REAL_GPU):
             item.add_marker(skip_parent)
         elif SIMULATOR and not is_sim:
             item.add_marker(skip_child)

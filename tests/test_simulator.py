@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from conftest import SIMULATOR
+from conftest import REAL_GPU, SIMULATOR
 
 
-@pytest.mark.skipif(SIMULATOR, reason="this is the launcher of the simulator process")
+@pytest.mark.skipif(SIMULATOR or REAL_GPU, reason="this is the launcher of the simulator process")
 def test_simulator_suite():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", SOFTREP_BACKEND="cuda")
     here = os.path.dirname(os.path.abspath(__file__))

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One prepared check for a machine with an NVIDIA GPU (run it once per lent GPU
+# session and paste its output into docs/gpu-report.md).
+#
+#   1. environment: GPU, driver, package versions
+#   2. the test suite on real CUDA tensors (SOFTREP_BACKEND=cuda): golden
+#      vectors, CPU/GPU bit equality, op tests -- the same golden files the CPU
+#      and the simulator reproduce
+#   3. the GPU benchmarks, if present
+#
+# Usage: bash scripts/gpu-check.sh [extra pytest args]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+pip install -q --no-deps -e . >/dev/null 2>&1 || pip install -q -e . || exit 1
+echo "== environment"
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || exit 1
+python - <<'PY'
+import numba, numba.cuda, torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "| numba", numba.__version__,
+      "| numba-cuda", getattr(numba.cuda, "__version__", "?"))
+print("device:", torch.cuda.get_device_name(0), "cc", torch.cuda.get_device_capability(0))
+PY
+echo "== tests on the GPU (SOFTREP_BACKEND=cuda, CUDA tensors)"
+SOFTREP_BACKEND=cuda SOFTREP_TEST_DEVICE=cuda python -m pytest -q -x -k "golden or bits or gpu" "$@" tests
+tests_rc=$?
+echo "== benchmarks"
+for b in benchmarks/bench_*.py; do
+    [ -f "$b" ] || continue
+    echo "-- $b"
+    timeout 120 python "$b" --device cuda || echo "($b failed or timed out)"
+done
+echo "== summary: tests exit code $tests_rc"
+exit $tests_rc

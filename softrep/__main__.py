@@ -1,0 +1,84 @@
+"""Command line: `python -m softrep <command>`.
+
+Commands:
+  example        a short tour: the same bits on every backend and rounding
+  audit-ptx      compile every CUDA kernel to PTX (no GPU needed) and audit it
+  verify         check a math function against an independent reference
+  verify-formats check low-precision conversions and bfloat16 arithmetic
+"""
+
+import argparse
+import sys
+
+
+def _example(args):
+    import torch
+
+    import softrep
+
+    x = torch.tensor([1.0, 2.0, 3.0, 1e-45, -0.0], dtype=torch.float32)
+    y = torch.tensor([3.0, 3.0, 0.0, 0.5, 0.0], dtype=torch.float32)
+    print("x =", x.tolist())
+    print("y =", y.tolist())
+    for rounding in ("nearest", "down", "up", "zero"):
+        q = softrep.div(x, y, rounding=rounding)
+        print(f"div(x, y, rounding={rounding!r:10}) =", [f"{v:.9g}" for v in q.tolist()])
+    s = softrep.add(x, torch.neg(x), rounding="down")
+    print("add(x, -x, rounding='down')      =", s.tolist(), " (exact zero sums are -0 downward)")
+    f = softrep.fma(torch.tensor([1 + 2**-23]), torch.tensor([1 - 2**-24]), torch.tensor([-1.0]))
+    m = softrep.add(softrep.mul(torch.tensor([1 + 2**-23]), torch.tensor([1 - 2**-24])), torch.tensor([-1.0]))
+    print(f"fma(a, b, c) = {f.item():.9g}, add(mul(a, b), c) = {m.item():.9g}  (one rounding vs two)")
+    print("backend:", softrep.backend.select(x), "| NaN bits:",
+          hex(softrep.div(torch.zeros(1), torch.zeros(1)).view(torch.int32).item() & 0xFFFFFFFF))
+    return 0
+
+
+def _audit_ptx(args):
+    from tqdm import tqdm
+
+    import softrep  # noqa: F401
+    from softrep.cuda import audit
+
+    names = sorted(audit.registered())
+    if args.filter:
+        names = [n for n in names if args.filter in n]
+    bar = tqdm(total=len(names) * len(audit.CCS), desc="PTX audit", unit="kernel")
+    count, findings = audit.audit(names, progress=lambda name, cc: bar.update())
+    bar.close()
+    for finding in findings:
+        print(finding)
+    print(f"{count} compilations of {len(names)} kernels for "
+          f"{', '.join(f'sm_{a}{b}' for a, b in audit.CCS)}: {len(findings)} findings")
+    return 1 if findings else 0
+
+
+def _delegate(module, attr="main"):
+    def run(args):
+        import importlib
+
+        return importlib.import_module(module).__dict__[attr](args.rest)
+
+    return run
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m softrep", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("example", help="a short tour of explicit rounding").set_defaults(func=_example)
+    p = sub.add_parser("audit-ptx", help="audit the PTX of every CUDA kernel")
+    p.add_argument("--filter", help="only kernels whose name contains this")
+    p.set_defaults(func=_audit_ptx)
+    for name, module, text in (
+        ("verify", "softrep.verify", "verify a correctly rounded math function"),
+        ("verify-formats", "softrep.lowp_verify", "verify low-precision conversions and arithmetic"),
+    ):
+        p = sub.add_parser(name, help=text, add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=_delegate(module))
+    args = parser.parse_args(argv)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Kernels compile once: a second process loads them from the on-disk cache,
+and the cache key follows the softrep source tree."""
+
+import json
+import os
+import subprocess
+import sys
+
+SCRIPT = r"""
+import json, torch, softrep
+from softrep import rounding as R
+from softrep.cpu import launch
+softrep.add(torch.ones(3), torch.ones(3), rounding="up")
+d = launch.elementwise(R.add_ru, 2)
+print(json.dumps({"hits": sum(d.stats.cache_hits.values()), "misses": sum(d.stats.cache_misses.values()),
+                  "dir": softrep._jit.cache_dir()}))
+"""
+
+
+def _run(cache_dir):
+    env = dict(os.environ, SOFTREP_CACHE_DIR=str(cache_dir))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_loads_kernels_from_cache(tmp_path):
+    first = _run(tmp_path)
+    second = _run(tmp_path)
+    assert first["misses"] == 1 and first["hits"] == 0
+    assert second["misses"] == 0 and second["hits"] == 1
+    assert first["dir"].startswith(str(tmp_path))
+
+
+def test_cache_directory_is_keyed_by_the_source_hash(tmp_path):
+    import softrep
+
+    assert softrep._jit.cache_dir().endswith(softrep._jit.SOURCE_HASH)
+    assert len(softrep._jit.SOURCE_HASH) == 16
