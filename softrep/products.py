@@ -219,7 +219,10 @@ def matmul(input, other):
     if b.dim() == 2:
         # (..., M, K) @ (K, N): fold the batch into the rows, as torch does, so
         # that the weight gradient is one chain over all rows.
-        out = _MM.apply(a.reshape(-1, a.shape[-1]), b, None).reshape(*a.shape[:-1], b.shape[-1])
+        rows = 1
+        for size in a.shape[:-1]:
+            rows *= size
+        out = _MM.apply(a.reshape(rows, a.shape[-1]), b, None).reshape(*a.shape[:-1], b.shape[-1])
     else:
         try:
             torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -255,7 +258,10 @@ def linear(input, weight, bias=None):
         if bias.dim() > 1 or (bias.dim() == 1 and bias.shape[0] not in (1, w.shape[0])):
             raise ValueError(
                 f"softrep.linear: argument 'bias' must have shape ({w.shape[0]},) or (), got {tuple(bias.shape)}")
-    x2 = input.reshape(-1, input.shape[-1])
+    rows = 1
+    for size in input.shape[:-1]:
+        rows *= size
+    x2 = input.reshape(rows, input.shape[-1])
     out = _MM.apply(x2, w.t(), bias)
     lead = input.shape[:-1]
     return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
