@@ -112,33 +112,52 @@ def _op(name, operands, rounding):
     return Elementwise.apply(spec, suffix, *tensors)
 
 
-def add(input, other, *, rounding="nearest"):
+def _lowp_op(name, operands, format, rounding, generator):
+    """The op with its exact result rounded once to `format` (softrep.lowp)."""
+    from . import lowp
+
+    return lowp.apply_elementwise(name, operands, format, rounding, generator)
+
+
+def add(input, other, *, rounding="nearest", format=None, generator=None):
     """input + other, rounded once in the given direction; broadcasts like torch.add."""
+    if format is not None:
+        return _lowp_op("add", (input, other), format, rounding, generator)
     return _op("add", (input, other), rounding)
 
 
-def sub(input, other, *, rounding="nearest"):
+def sub(input, other, *, rounding="nearest", format=None, generator=None):
     """input - other, rounded once."""
+    if format is not None:
+        return _lowp_op("sub", (input, other), format, rounding, generator)
     return _op("sub", (input, other), rounding)
 
 
-def mul(input, other, *, rounding="nearest"):
+def mul(input, other, *, rounding="nearest", format=None, generator=None):
     """input * other, rounded once."""
+    if format is not None:
+        return _lowp_op("mul", (input, other), format, rounding, generator)
     return _op("mul", (input, other), rounding)
 
 
-def div(input, other, *, rounding="nearest"):
+def div(input, other, *, rounding="nearest", format=None, generator=None):
     """input / other, rounded once (IEEE division, not torch's rounding_mode)."""
+    if format is not None:
+        return _lowp_op("div", (input, other), format, rounding, generator)
     return _op("div", (input, other), rounding)
 
 
-def fma(x, y, z, *, rounding="nearest"):
+def fma(x, y, z, *, rounding="nearest", format=None, generator=None):
     """x * y + z with a single rounding."""
+    if format is not None:
+        return _lowp_op("fma", (x, y, z), format, rounding, generator)
     return _op("fma", (x, y, z), rounding)
 
 
-def sqrt(input, *, rounding="nearest"):
+def sqrt(input, *, rounding="nearest", format=None, generator=None):
     """Square root, rounded once; NaN for negative inputs, sqrt(-0) = -0."""
+    if format is not None:
+        return _lowp_op("sqrt", (input,), format, rounding, generator)
     return _op("sqrt", (input,), rounding)
 
 

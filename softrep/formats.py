@@ -293,7 +293,10 @@ def round_significand(neg, m, exp, sticky, spec, word):
             q += 1
     q_top = emax - prec + 1
     max_k = np.uint64(max_sig)
-    if q > q_top or (q == q_top and k > max_k):
+    # compare leading exponents (not quanta: the flushed grid's quantum 2**emin
+    # may exceed emax - p + 1 in a format of fewer than p binades)
+    lead = q + bit_length64(k) - 1
+    if k != U0 and (lead > emax or (q == q_top and k > max_k)):
         toward_zero = mode == ZERO or mode == ODD or (mode == DOWN and not neg) or (mode == UP and neg)
         if saturate != 0 or toward_zero:
             return FINITE, max_k, q_top

@@ -211,6 +211,7 @@ def main(argv=None):
                 checked = bits.size
             elapsed = time.perf_counter() - start
             rows_out.append((f"float32 -> {fmt}, nearest", checked, mismatches, elapsed))
+            print(f"done: {rows_out[-1]}", flush=True)
             if mismatches:
                 failed = True
                 print(f"MISMATCH {fmt}: first inputs {[hex(int(b)) for b in examples[:5]]}", file=sys.stderr)
@@ -231,6 +232,7 @@ def main(argv=None):
                     checked += rows.size * 65536
                 elapsed = time.perf_counter() - start
                 rows_out.append((f"bfloat16 {op}, {mode}", checked, mismatches, elapsed))
+                print(f"done: {rows_out[-1]}", flush=True)
                 if mismatches:
                     failed = True
                     print(f"MISMATCH bf16 {op} {mode}: (a, b, got, ref) {examples[:3]}", file=sys.stderr)
