@@ -165,6 +165,13 @@ def test_softmax_backward_formula():
     assert torch.equal(x.grad, expected)
 
 
+@pytest.mark.parametrize("case", ["softmax", "log_softmax", "logsumexp", "logsumexp_keep", "silu"])
+def test_gradcheck_float64(case):
+    ours, _ = CASES[case]
+    x = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    assert torch.autograd.gradcheck(ours, (x.requires_grad_(),))
+
+
 def test_argument_checks():
     x = torch.randn(3, 4)
     with pytest.raises(IndexError, match="'dim'"):

@@ -9,8 +9,8 @@ Accurate path: `log_dd` (one Newton step on exp_dd; relative error < 2^-68).
 
 import numpy as np
 
-from ..rounding import jitable
-from ._core import F64, INF32, NAN32, ZERO, dd_to_f32, log_core, log_dd, round_if_safe
+from ..rounding import add_rn, jitable, mul_rn, negate
+from ._core import F64, INF32, NAN32, ZERO, dd_add, dd_to_f32, log_core, log_dd, round_if_safe
 
 ZERO_F32 = np.float32(0.0)
 NEG_INF32 = np.float32(-np.inf)
@@ -29,6 +29,34 @@ def log_f32(x):
         return r
     h, l = log_dd(xd, ZERO)
     return dd_to_f32(h, l)
+
+
+TWO_P54 = F64(2.0**54)
+LN2_54_H = F64(float.fromhex("0x1.2b708872320e2p+5"))  # 54 ln2, double-double
+LN2_54_L = F64(float.fromhex("-0x1.570da7e077bcbp-50"))
+MIN_NORMAL64 = F64(2.0**-1022)
+ZERO64 = F64(0.0)
+NAN64 = F64(np.nan)
+INF64 = F64(np.inf)
+
+
+@jitable
+def log_f64(x):
+    """log for float64, faithfully rounded (not proven correctly rounded): log_dd
+    (Newton step on exp_dd) rounded to its leading double.  Subnormal x are
+    scaled by 2^54 first (exact) and 54 ln2 subtracted in double-double."""
+    if x != x or x < ZERO64:
+        return NAN64
+    if x == ZERO64:
+        return negate(INF64)
+    if x == INF64:
+        return INF64
+    if x < MIN_NORMAL64:
+        h, l = log_dd(mul_rn(x, TWO_P54), ZERO)
+        h, l = dd_add(h, l, negate(LN2_54_H), negate(LN2_54_L))
+    else:
+        h, l = log_dd(x, ZERO)
+    return add_rn(h, l)
 
 
 def grad(g, out, x):

@@ -13,6 +13,7 @@ Accurate path: the same in double-double from exp_dd (< 2^-91).
 import numpy as np
 
 from ..rounding import add_rn, div_rn, fabs, jitable, negate
+from .exp import exp_f64
 from ._core import (abs32, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
                     round_if_safe)
 
@@ -42,6 +43,31 @@ def sigmoid_f32(x):
     else:
         h, l = dd_div(th, tl, dh, dl)
     return dd_to_f32(h, l)
+
+
+SIGMOID64_HI = F64(40.0)  # 1 - sigmoid(40) < 2^-57: rounds to 1
+SIGMOID64_LO = F64(-708.0)  # below, 1 + e^x = 1 to 2^-1021: sigmoid(x) = exp(x)
+ONE64 = F64(1.0)
+
+
+@jitable
+def sigmoid_f64(x):
+    """sigmoid for float64, faithfully rounded (not proven correctly rounded):
+    t = exp_dd(-|x|), 1/(1 + t) or t/(1 + t) in double-double, rounded to the
+    leading double; below -708 it is exp_f64(x) (relative difference < 2^-1021)."""
+    if x != x:
+        return x
+    if x > SIGMOID64_HI:
+        return ONE64
+    if x < SIGMOID64_LO:
+        return exp_f64(x)
+    th, tl = exp_dd(negate(fabs(x)), ZERO)
+    dh, dl = dd_add(ONE, ZERO, th, tl)
+    if x >= ZERO:
+        h, l = dd_div(ONE, ZERO, dh, dl)
+    else:
+        h, l = dd_div(th, tl, dh, dl)
+    return add_rn(h, l)
 
 
 def grad(g, out, x):

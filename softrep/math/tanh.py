@@ -13,7 +13,7 @@ float32 a, rounding boundaries are 2^-25 a away).
 
 import numpy as np
 
-from ..rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
+from ..rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from ._core import (abs32, neg32, signbit32, F64, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_dd, expm1_core,
                     round_if_safe)
 
@@ -39,6 +39,37 @@ def tanh_f32(x):
             r = dd_to_f32(h, l)
     if signbit32(x):
         return neg32(r)
+    return r
+
+
+TANH64_SATURATE = F64(20.0)  # 1 - tanh(20) < 2^-56: rounds to 1
+TANH64_TINY = F64(2.0**-30)  # below, tanh x = x - x^3/3 (next term < 2^-120 |x|)
+THIRD = F64(1.0 / 3.0)
+ONE64 = F64(1.0)
+ZERO64 = F64(0.0)
+
+
+@jitable
+def tanh_f64(x):
+    """tanh for float64, faithfully rounded (not proven correctly rounded).
+    |x| < 2^-30: fma(-x^2, x/3, x); else em/(em + 2) in double-double with
+    em = exp_dd(2|x|) - 1 (absolute error 2^-93 e^(2|x|), relative < 2^-60 for
+    |x| >= 2^-30), rounded to its leading double."""
+    if x != x:
+        return x
+    a = fabs(x)
+    if a > TANH64_SATURATE:
+        r = ONE64
+    elif a < TANH64_TINY:
+        r = fma_rn(negate(mul_rn(a, a)), mul_rn(a, THIRD), a)
+    else:
+        eh, el = exp_dd(mul_rn(a, TWO), ZERO)
+        mh, ml = dd_add(eh, el, negate(ONE), ZERO)
+        dh, dl = dd_add(mh, ml, TWO, ZERO)
+        h, l = dd_div(mh, ml, dh, dl)
+        r = add_rn(h, l)
+    if x < ZERO64 or (x == ZERO64 and bitcast(x) != bitcast(ZERO64)):
+        return negate(r)
     return r
 
 
