@@ -27,5 +27,7 @@ __all__ = [
 from . import math as _mathlib  # noqa: E402
 from .math import *  # noqa: E402,F401,F403
 from .activations import log_softmax, logsumexp, mish, silu, softmax, softplus  # noqa: E402
+from .gelu import gelu  # noqa: E402
 
 __all__ += _mathlib.__all__ + ["log_softmax", "logsumexp", "mish", "silu", "softmax", "softplus"]
+__all__ += ["gelu"]
