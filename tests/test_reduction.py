@@ -1,0 +1,616 @@
+"""Reductions: sum, mean, var, std, amax, amin, argmax, argmin, sum_to_shape.
+
+The reference for every sum is an independent emulation of the order written
+in docs/order.md: numpy float32/float64 scalar additions (IEEE round to
+nearest, one rounding each) in the documented sequence, with the pairwise tree
+built level by level here.  Results are compared bit for bit.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import softrep
+from softrep import reduction_order as O
+from golden import bit_pattern_tensor, check, normal_tensor
+
+DTYPES = [torch.float32, torch.float64]
+NP = {torch.float32: np.float32, torch.float64: np.float64}
+UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+
+
+# --------------------------------------------------------------------------- the reference
+
+
+def documented_sum(values):
+    """The order of docs/order.md, on numpy scalars (each + rounds once, to nearest)."""
+    values = list(values)
+    if not values:
+        return None  # caller supplies +0 of its dtype
+    partials = []
+    with np.errstate(all="ignore"):
+        for start in range(0, len(values), 128):
+            p = values[start]
+            for v in values[start + 1:start + 128]:
+                p = p + v
+            partials.append(p)
+        while len(partials) > 1:
+            level = [partials[2 * t] + partials[2 * t + 1] for t in range(len(partials) // 2)]
+            if len(partials) % 2:
+                level.append(partials[-1])
+            partials = level
+    return partials[0]
+
+
+def rows_of(x, dims):
+    """numpy x reshaped to [M, n]: reduced dims last, in row-major order."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return x.reshape(1, 1), ()
+    dims = sorted(d % x.ndim for d in dims)
+    kept = [d for d in range(x.ndim) if d not in dims]
+    moved = np.transpose(x, kept + dims)
+    n = int(np.prod([x.shape[d] for d in dims]))
+    m = int(np.prod([x.shape[d] for d in kept]))
+    return moved.reshape(m, n), tuple(x.shape[d] for d in kept)
+
+
+def _canon(a):
+    a = np.array(a)
+    a[np.isnan(a)] = np.nan
+    return a
+
+
+def ref_reduce(x, dims, fn, keepdim=False):
+    """Apply fn(row) -> scalar to each row; shape as torch with keepdim."""
+    x = np.asarray(x)
+    if dims is None:
+        dims = tuple(range(x.ndim))
+    rows, kept_shape = rows_of(x, dims)
+    out = np.array([fn(r) for r in rows], dtype=rows.dtype if rows.dtype.kind == "f" else None)
+    if keepdim and x.ndim:
+        shape = tuple(1 if d in [e % x.ndim for e in dims] else s for d, s in enumerate(x.shape))
+        return out.reshape(shape)
+    return out.reshape(kept_shape)
+
+
+def ref_sum_row(row):
+    s = documented_sum(row)
+    return row.dtype.type(0.0) if s is None else s
+
+
+def ref_mean_row(row):
+    with np.errstate(all="ignore"):
+        return ref_sum_row(row) / row.dtype.type(len(row))
+
+
+def ref_var_row(row, correction=1):
+    t = row.dtype.type
+    with np.errstate(all="ignore"):
+        m = ref_mean_row(row)
+        squares = [(v - m) * (v - m) for v in row]
+        s = documented_sum(squares)
+        s = t(0.0) if s is None else s
+        return s / t(max(len(row) - correction, 0))
+
+
+def order_key(v):
+    """The documented total order: NaN largest, then +inf > ... > +0 > -0 > ... > -inf."""
+    if np.isnan(v):
+        return (2, 0)
+    return (1, float(v), 0 if np.signbit(v) else 1)
+
+
+def ref_argmax_row(row):
+    keys = [order_key(v) for v in row]
+    best = max(keys)
+    return keys.index(best)
+
+
+def ref_argmin_row(row):
+    keys = [(2, 0) if np.isnan(v) else (1, -float(v), 1 if np.signbit(v) else 0) for v in row]
+    return keys.index(max(keys))
+
+
+def bits(t):
+    a = np.ascontiguousarray(t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t)
+    return a.view(UINT[a.dtype]) if a.dtype.kind == "f" else a
+
+
+def assert_bits_equal(got, want):
+    got_a = got.detach().cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
+    want_a = np.asarray(want, dtype=got_a.dtype)
+    assert got_a.shape == want_a.shape, (got_a.shape, want_a.shape)
+    if got_a.dtype.kind == "f":
+        want_a = _canon(want_a)
+    np.testing.assert_array_equal(bits(got_a), bits(want_a))
+
+
+def wide_values(seed, shape, dtype):
+    """Values over a wide exponent range, so that a change of order changes the bits."""
+    rng = np.random.default_rng(seed)
+    np_t = NP[dtype]
+    n = int(np.prod(shape))
+    span = 20 if dtype == torch.float32 else 60
+    v = rng.standard_normal(n) * np.exp2(rng.integers(-span, span, n))
+    return torch.from_numpy(v.astype(np_t)).reshape(shape)
+
+
+# (shape, dim, keepdim): n = 0, 1, 127, 128, 129, 256, 1000, tuples, negative dims
+CASES = [
+    ((3, 0), 1, False),
+    ((0, 4), 0, False),
+    ((5, 1), 1, False),
+    ((4, 127), 1, False),
+    ((3, 128), -1, True),
+    ((3, 129), 1, False),
+    ((2, 256), 1, False),
+    ((2, 1000), 1, True),
+    ((1000, 3), 0, False),
+    ((4, 5, 6), (0, 2), False),
+    ((4, 5, 6), (-1, -3), True),
+    ((6, 7, 40), (1, 2), False),
+    ((3, 50, 2, 3), (1, 3), False),
+    ((37,), None, False),
+    ((2, 3, 4), None, True),
+    ((2, 3, 4), (), False),
+    ((), None, False),
+]
+
+
+def _call(fn, x, dim, keepdim, **kw):
+    if dim is None:
+        return fn(x, keepdim=keepdim, **kw) if keepdim else fn(x, **kw)
+    return fn(x, dim, keepdim=keepdim, **kw)
+
+
+def _ref_dims(x, dim):
+    if dim is None or dim == ():
+        return tuple(range(x.dim()))
+    return dim if isinstance(dim, tuple) else (dim,)
+
+
+# --------------------------------------------------------------------------- sum order, bit for bit
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim,keepdim", CASES)
+def test_sum_mean_var_std_match_documented_order(dtype, shape, dim, keepdim):
+    x = wide_values(1, shape, dtype)
+    dims = _ref_dims(x, dim)
+    xn = x.numpy()
+    assert_bits_equal(_call(softrep.sum, x, dim, keepdim), ref_reduce(xn, dims, ref_sum_row, keepdim))
+    assert_bits_equal(_call(softrep.mean, x, dim, keepdim), ref_reduce(xn, dims, ref_mean_row, keepdim))
+    with np.errstate(all="ignore"):
+        v = ref_reduce(xn, dims, ref_var_row, keepdim)
+        assert_bits_equal(_call(softrep.var, x, dim, keepdim), v)
+        assert_bits_equal(_call(softrep.std, x, dim, keepdim), np.sqrt(v))
+        v0 = ref_reduce(xn, dims, lambda r: ref_var_row(r, 0), keepdim)
+        assert_bits_equal(_call(softrep.var, x, dim, keepdim, correction=0), v0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim,keepdim", CASES)
+def test_extremes_match_reference(dtype, shape, dim, keepdim):
+    x = wide_values(2, shape, dtype)
+    if x.numel() > 3:  # ties, signed zeros, NaN and infinities
+        flat = x.view(-1)
+        flat[0], flat[-1], flat[1] = 0.0, -0.0, float("inf")
+        flat[len(flat) // 2] = float("nan")
+    dims = _ref_dims(x, dim)
+    xn = x.numpy()
+    n = int(np.prod([x.shape[d] for d in dims])) if x.dim() else 1
+    if n == 0:
+        with pytest.raises(ValueError, match="input"):
+            _call(softrep.amax, x, dim, keepdim)
+        return
+    amax_ref = ref_reduce(xn, dims, lambda r: r[ref_argmax_row(r)], keepdim)
+    amin_ref = ref_reduce(xn, dims, lambda r: r[ref_argmin_row(r)], keepdim)
+    assert_bits_equal(_call(softrep.amax, x, dim if dim is not None else (), keepdim), amax_ref)
+    assert_bits_equal(_call(softrep.amin, x, dim if dim is not None else (), keepdim), amin_ref)
+    if dim is None or isinstance(dim, int):
+        am = _call(softrep.argmax, x, dim, keepdim)
+        want = ref_reduce(xn, dims, ref_argmax_row, keepdim)
+        if dim is None and not keepdim:
+            want = want.reshape(())
+        np.testing.assert_array_equal(am.numpy(), want)
+        assert am.dtype == torch.int64
+        np.testing.assert_array_equal(_call(softrep.argmin, x, dim, keepdim).numpy(),
+                                      ref_reduce(xn, dims, ref_argmin_row, keepdim).reshape(am.shape))
+
+
+def test_sum_non_contiguous_inputs():
+    base = wide_values(3, (40, 300), torch.float32)
+    for x in (base.t(), base[::3, 7:280:2], base.t()[5:200:3]):
+        assert not x.is_contiguous()
+        for dim in (0, 1, (0, 1)):
+            dims = dim if isinstance(dim, tuple) else (dim,)
+            want = ref_reduce(x.numpy(), dims, ref_sum_row)
+            assert_bits_equal(softrep.sum(x, dim), want)
+            assert_bits_equal(softrep.sum(x.contiguous(), dim), want)
+
+
+def test_signed_zero_and_empty_sums():
+    z = torch.full((3, 300), -0.0)
+    assert bits(softrep.sum(z, 1)).tolist() == [0x80000000] * 3  # blocks start at their first element
+    assert bits(softrep.sum(torch.zeros(2, 0), 1)).tolist() == [0, 0]  # n = 0: +0
+    assert bits(softrep.sum(torch.zeros(0, 3, dtype=torch.float64), 0)).tolist() == [0, 0, 0]
+
+
+def test_nan_outputs_are_canonical():
+    payload = np.array([0x7FC12345], dtype=np.uint32).view(np.float32)[0]
+    x = torch.ones(2, 300)
+    x[0, 17] = float(payload)
+    assert bits(x)[0, 17] == 0x7FC12345
+    assert bits(softrep.sum(x, 1))[0] == 0x7FC00000
+    assert bits(softrep.amax(x, 1))[0] == 0x7FC00000
+    assert bits(softrep.amin(x, 1))[0] == 0x7FC00000
+    assert softrep.argmax(x, 1).tolist() == [17, 0]
+
+
+# --------------------------------------------------------------------------- order tests (FPRev style)
+
+
+def _alternative_orders():
+    def sequential(r):
+        p = r[0]
+        for v in r[1:]:
+            p = p + v
+        return p
+
+    def blocks(size, from_zero=False, right_tree=False):
+        def f(r):
+            ps = []
+            for s in range(0, len(r), size):
+                p = r.dtype.type(0.0) if from_zero else r[s]
+                for v in r[s + (0 if from_zero else 1):s + size]:
+                    p = p + v
+                ps.append(p)
+            while len(ps) > 1:
+                if right_tree and len(ps) % 2:  # odd partial carried from the front
+                    ps = [ps[0]] + [ps[2 * t + 1] + ps[2 * t + 2] for t in range(len(ps) // 2)]
+                else:
+                    nxt = [ps[2 * t] + ps[2 * t + 1] for t in range(len(ps) // 2)]
+                    ps = nxt + ([ps[-1]] if len(ps) % 2 else [])
+            return ps[0]
+        return f
+
+    def sequential_partials(r):
+        ps = [documented_sum(r[s:s + 128]) for s in range(0, len(r), 128)]
+        return sequential(np.array(ps, dtype=r.dtype))
+
+    return {
+        "sequential": sequential,
+        "blocks of 64": blocks(64),
+        "blocks of 256": blocks(256),
+        "tree carrying from the front": blocks(128, right_tree=True),
+        "partials added sequentially": sequential_partials,
+        "numpy pairwise": lambda r: np.sum(r),
+    }
+
+
+def _fprev_inputs(n, dtype):
+    """Rows of ones with one +2**k and one -2**k: the ones absorbed by the big
+    values, hence the sum, reveal where in the order the two meet."""
+    big = 2.0 ** (40 if dtype == np.float32 else 70)  # absorbs any partial of ones
+    rng = np.random.default_rng(n)
+    pairs = [(0, n - 1), (0, 128), (127, 128), (n // 2, n - 1), (1, n - 2)]
+    pairs += [tuple(rng.choice(n, 2, replace=False)) for _ in range(20)]
+    rows = []
+    for i, j in pairs:
+        r = np.ones(n, dtype=dtype)
+        r[i], r[j] = big, -big
+        rows.append(r)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("n", [640, 1153, 1500])  # 5, 10, 12 blocks (3 blocks: any tree is sequential)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fprev_only_the_documented_order_explains_the_sums(n, dtype):
+    rows = _fprev_inputs(n, dtype)
+    got = softrep.sum(torch.from_numpy(rows), 1).numpy()
+    want = np.array([documented_sum(r) for r in rows], dtype=dtype)
+    np.testing.assert_array_equal(got, want)
+    for name, order in _alternative_orders().items():
+        alt = np.array([order(r) for r in rows], dtype=dtype)
+        assert not np.array_equal(alt, got), f"the inputs do not tell the documented order from {name!r}"
+
+
+def test_fprev_signed_zero_tells_the_block_start():
+    # -0 + -0 = -0 but +0 + -0 = +0: only blocks that start from their first element give -0.
+    assert bits(softrep.sum(torch.full((129,), -0.0))) == 0x80000000
+    from_zero = np.float32(0.0)
+    for v in np.full(129, -0.0, np.float32):
+        from_zero = from_zero + v
+    assert not np.signbit(from_zero)
+
+
+# --------------------------------------------------------------------------- invariances
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_invariance(dtype):
+    x = wide_values(4, (50, 700), dtype)
+    for op in (softrep.sum, softrep.mean, softrep.var, softrep.std, softrep.amax, softrep.argmax):
+        full = op(x, 1)
+        for m in (1, 7, 33):
+            np.testing.assert_array_equal(bits(op(x[:m], 1)), bits(full[:m]))
+    # the column layout (dim 0, outputs contiguous) agrees with the rows of the transpose
+    np.testing.assert_array_equal(bits(softrep.sum(x.t().contiguous(), 0)), bits(softrep.sum(x, 1)))
+    np.testing.assert_array_equal(bits(softrep.sum(x.t().contiguous()[:, :9], 0)), bits(softrep.sum(x, 1)[:9]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layout_invariance(dtype):
+    x = wide_values(5, (6, 40, 90), dtype)
+    layouts = [x, x.permute(2, 0, 1).contiguous().permute(1, 2, 0), x.transpose(0, 1).contiguous().transpose(0, 1),
+               torch.empty(6, 40, 180, dtype=dtype)[:, :, ::2].copy_(x)]
+    for dim in (0, 1, 2, (0, 2), (1, 2), None):
+        for op in (softrep.sum, softrep.amin):
+            results = [bits(op(t, dim) if dim is not None else op(t)) for t in layouts]
+            for r in results[1:]:
+                np.testing.assert_array_equal(r, results[0])
+
+
+_THREAD_SCRIPT = r"""
+import hashlib, json, numpy as np, torch, softrep
+rng = np.random.default_rng(7)
+a = torch.from_numpy((rng.standard_normal(10**6) * np.exp2(rng.integers(-20, 20, 10**6))).astype(np.float32))
+m = a[: 600 * 1500].reshape(600, 1500)
+d = {}
+for name, t in [("sum_all", softrep.sum(a)), ("sum_dim0", softrep.sum(m, 0)), ("sum_dim1", softrep.sum(m, 1)),
+                ("amax_dim0", softrep.amax(m, 0)), ("argmax_all", softrep.argmax(a))]:
+    d[name] = hashlib.sha256(t.numpy().tobytes()).hexdigest()
+print(json.dumps(d))
+"""
+
+
+def test_thread_count_invariance():
+    digests = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, NUMBA_NUM_THREADS=threads, SOFTREP_BACKEND="cpu")
+        proc = subprocess.run([sys.executable, "-c", _THREAD_SCRIPT], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        digests.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert digests[0] == digests[1]
+
+
+# --------------------------------------------------------------------------- streaming helpers
+
+
+def _stream_sum_py(values):
+    stack = np.zeros(O.STACK, dtype=values.dtype)
+    count = 0
+    for v in values:
+        count = O.stream_add(stack, count, v)
+    return O.stream_total(stack, count)
+
+
+def _tree_sum_py(values):
+    stack = np.zeros(O.STACK, dtype=values.dtype)
+    nb = 0
+    for s in range(0, len(values), O.BLOCK):
+        nb = O.tree_push(stack, nb, O.block_sum(values, s, min(s + O.BLOCK, len(values))))
+    return O.tree_total(stack, nb)
+
+
+@pytest.fixture(scope="module")
+def jitted_helpers():
+    from numba import njit
+
+    @njit
+    def stream(values):
+        stack = np.empty(O.STACK, dtype=values.dtype)
+        count = 0
+        for i in range(values.size):
+            count = O.stream_add(stack, count, values[i])
+        return O.stream_total(stack, count)
+
+    @njit
+    def tree(values):
+        stack = np.empty(O.STACK, dtype=values.dtype)
+        nb = 0
+        for s in range(0, values.size, O.BLOCK):
+            nb = O.tree_push(stack, nb, O.block_sum(values, s, min(s + O.BLOCK, values.size)))
+        return O.tree_total(stack, nb)
+
+    return stream, tree
+
+
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 129, 256, 1000, 128 * 7 + 5, 128 * 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_streaming_helpers_follow_the_order(n, dtype, jitted_helpers):
+    vals = wide_values(n, (n,), torch.float32 if dtype == np.float32 else torch.float64).numpy()
+    want = documented_sum(vals)
+    want = dtype(0.0) if want is None else want
+    stream, tree = jitted_helpers
+    for got in (_stream_sum_py(vals), _tree_sum_py(vals), stream(vals), tree(vals)):
+        assert type(got) in (dtype, float) or np.asarray(got).dtype == dtype
+        assert bits(np.asarray(got, dtype=dtype)) == bits(np.asarray(want, dtype=dtype))
+
+
+# --------------------------------------------------------------------------- golden vectors
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_golden(dtype):
+    name = str(dtype).split(".")[-1]
+    normal = normal_tensor(11, (33, 517), dtype)
+    pattern = bit_pattern_tensor(12, (9, 300), dtype)
+    check("reduction.json", f"sum.{name}.dim1", softrep.sum(normal, 1))
+    check("reduction.json", f"sum.{name}.dim0", softrep.sum(normal, 0))
+    check("reduction.json", f"sum.{name}.all", softrep.sum(normal))
+    check("reduction.json", f"mean.{name}.dim1", softrep.mean(normal, 1))
+    check("reduction.json", f"var.{name}.dim0", softrep.var(normal, 0))
+    check("reduction.json", f"std.{name}.all", softrep.std(normal))
+    check("reduction.json", f"sum.{name}.bits", softrep.sum(pattern, 1))
+    check("reduction.json", f"amax.{name}.bits", softrep.amax(pattern, 1))
+    check("reduction.json", f"amin.{name}.bits", softrep.amin(pattern, 0))
+    check("reduction.json", f"argmax.{name}.bits", softrep.argmax(pattern, 1))
+
+
+# --------------------------------------------------------------------------- autograd
+
+
+def _grad_ops():
+    return {
+        "sum": lambda t: softrep.sum(t, (0, 2)),
+        "sum_all": lambda t: softrep.sum(t),
+        "mean": lambda t: softrep.mean(t, 1, keepdim=True),
+        "var": lambda t: softrep.var(t, 1),
+        "var_c0": lambda t: softrep.var(t, (0, 2), correction=0),
+        "std": lambda t: softrep.std(t, -1),
+        "amax": lambda t: softrep.amax(t, 1),
+        "amin": lambda t: softrep.amin(t, (0, 2), keepdim=True),
+        "sum_to_shape": lambda t: softrep.reduction.sum_to_shape(t, (4, 1)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_grad_ops()))
+def test_gradcheck_float64(name):
+    x = torch.randn(2, 4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3), requires_grad=True)
+    assert torch.autograd.gradcheck(_grad_ops()[name], (x,))
+    if name in ("sum", "var"):
+        assert torch.autograd.gradgradcheck(_grad_ops()[name], (x,))
+
+
+def test_amax_gradient_shared_among_ties_like_torch():
+    for vals in ([1.0, 3.0, 3.0], [3.0, -0.0, 0.0, 3.0, 3.0], [0.0, -0.0], [1.0, float("nan"), 2.0]):
+        x = torch.tensor(vals, requires_grad=True)
+        y = torch.tensor(vals, requires_grad=True)
+        softrep.amax(x).backward(torch.tensor(2.0))
+        torch.amax(y).backward(torch.tensor(2.0))
+        np.testing.assert_array_equal(x.grad.numpy(), y.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "var", "std", "amax", "amin"])
+def test_float32_close_to_torch(name):
+    x = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(4), requires_grad=True)
+    y = x.detach().clone().requires_grad_(True)
+    torch_ops = {"sum": lambda t: torch.sum(t, (0, 2)), "mean": lambda t: torch.mean(t, 1, keepdim=True),
+                 "var": lambda t: torch.var(t, 1), "std": lambda t: torch.std(t, -1),
+                 "amax": lambda t: torch.amax(t, 1), "amin": lambda t: torch.amin(t, (0, 2), keepdim=True)}
+    a, b = _grad_ops()[name](x), torch_ops[name](y)
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    g = torch.randn(a.shape, generator=torch.Generator().manual_seed(5))
+    a.backward(g)
+    b.backward(g)
+    torch.testing.assert_close(x.grad, y.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_backward_orders_are_the_documented_formulas():
+    x = wide_values(6, (3, 200), torch.float64).requires_grad_(True)
+    g = wide_values(7, (3,), torch.float64)
+    softrep.mean(x, 1).backward(g)
+    assert_bits_equal(x.grad, np.broadcast_to((g.numpy() / np.float64(200))[:, None], (3, 200)))
+    x.grad = None
+    softrep.var(x, 1).backward(g)
+    m = ref_reduce(x.detach().numpy(), (1,), ref_mean_row, keepdim=True)
+    scale = (g.numpy() * 2.0 / np.float64(199))[:, None]
+    assert_bits_equal(x.grad, scale * (x.detach().numpy() - m))
+
+
+def test_var_degrees_of_freedom_like_torch():
+    for vals, c in (([1.0], 1), ([], 1), ([1.0, 2.0], 3), ([1.0, 1.0], 3), ([1.0, 2.0], 0.5)):
+        x = torch.tensor(vals)
+        np.testing.assert_array_equal(softrep.var(x, correction=c).numpy(),
+                                      torch.var(x, correction=c).numpy())
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_arguments_name_the_argument():
+    x = torch.ones(2, 3)
+    with pytest.raises(IndexError, match="dim"):
+        softrep.sum(x, 2)
+    with pytest.raises(IndexError, match="dim"):
+        softrep.mean(x, (0, -3))
+    with pytest.raises(ValueError, match="dim"):
+        softrep.var(x, (1, -1))
+    with pytest.raises(TypeError, match="dim"):
+        softrep.sum(x, 1.0)
+    with pytest.raises(TypeError, match="dim"):
+        softrep.argmax(x, (0, 1))
+    for op in (softrep.sum, softrep.mean, softrep.var, softrep.std, softrep.amax, softrep.argmax):
+        with pytest.raises(TypeError, match="input"):
+            op(torch.ones(2, 3, dtype=torch.int64))
+        with pytest.raises(TypeError, match="input"):
+            op([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match="dtype"):
+        softrep.sum(x, dtype=torch.float64)
+    assert softrep.sum(x, dtype=torch.float32).item() == 6.0
+    with pytest.raises(ValueError, match="input"):
+        softrep.amax(torch.ones(0, 3), 0)
+    with pytest.raises(TypeError, match="correction"):
+        softrep.var(x, correction="1")
+
+
+def test_inputs_are_not_modified():
+    x = wide_values(8, (5, 300), torch.float32)
+    before = bits(x).copy()
+    for op in (softrep.sum, softrep.var, softrep.amax):
+        op(x, 1)
+        op(x.t(), 0)
+    np.testing.assert_array_equal(bits(x), before)
+
+
+# --------------------------------------------------------------------------- CUDA kernels in the simulator
+
+SIM_CASES = [((3, 0), 1), ((2, 1), 1), ((2, 129), 1), ((2, 3, 130), (0, 2)), ((300, 2), 0), ((7,), 0)]
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", SIM_CASES)
+def test_simulator_matches_reference_and_cpu(dtype, shape, dim, backend):
+    x = wide_values(9, shape, dtype)
+    if x.numel() > 2:
+        x.view(-1)[1] = -0.0
+    dims = dim if isinstance(dim, tuple) else (dim,)
+    backend("cuda")
+    got = {name: op(x, dim) for name, op in
+           [("sum", softrep.sum), ("var", softrep.var), ("mean", softrep.mean)]}
+    if x.numel():
+        got["amax"], got["amin"] = softrep.amax(x, dim), softrep.amin(x, dim)
+        if isinstance(dim, int):
+            got["argmax"] = softrep.argmax(x, dim)
+    assert_bits_equal(got["sum"], ref_reduce(x.numpy(), dims, ref_sum_row))
+    with np.errstate(all="ignore"):
+        assert_bits_equal(got["var"], ref_reduce(x.numpy(), dims, ref_var_row))
+    backend("cpu")
+    for name, value in got.items():
+        op = getattr(softrep, name)
+        np.testing.assert_array_equal(bits(value), bits(op(x, dim)), err_msg=name)
+
+
+@pytest.mark.simulator
+def test_simulator_group_pass(backend):
+    # 65 block partials: one group pass of 64 and a second, short group
+    x = wide_values(10, (1, 64 * 128 + 129), torch.float32)
+    backend("cuda")
+    got = softrep.sum(x, 1)
+    backend("cpu")
+    np.testing.assert_array_equal(bits(got), bits(softrep.sum(x, 1)))
+    assert_bits_equal(got, ref_reduce(x.numpy(), (1,), ref_sum_row))
+
+
+@pytest.mark.simulator
+def test_simulator_gradients_match_cpu(backend):
+    x = wide_values(11, (3, 140), torch.float64)
+    results = {}
+    for kind in ("cuda", "cpu"):
+        backend(kind)
+        grads = []
+        for op in (lambda t: softrep.var(t, 1), lambda t: softrep.amax(t, 0)):
+            t = x.clone().requires_grad_(True)
+            op(t).sum().backward()
+            grads.append(bits(t.grad))
+        results[kind] = grads
+    for a, b in zip(results["cuda"], results["cpu"]):
+        np.testing.assert_array_equal(a, b)
