@@ -61,8 +61,10 @@ def _launch(stream, out, a, b, addend=None):
         return
     kernel, _ = _kernel(str(a.dtype), addend is not None)
     grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE, nb)
-    # without an addend the kernel never reads its addend argument
-    kernel[grid, (TILE, TILE), stream](out, a, b, out if addend is None else addend)
+    # Without an addend the kernel never reads its addend argument; pass an
+    # input there, not `out`: the simulator copies every argument back after
+    # the launch, and a second copy of `out` would overwrite the result.
+    kernel[grid, (TILE, TILE), stream](out, a, b, a if addend is None else addend)
 
 
 def bmm(stream, out, a, b, addend=None):

@@ -1,0 +1,319 @@
+"""conv1d / conv2d forward and backward against an MPFR (gmpy2) oracle that
+follows docs/order.md ("Convolution") term by term, written with plain loops
+and sharing no code with softrep."""
+
+import os
+
+import gmpy2
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from softrep import conv as C
+from golden import check, normal_tensor
+
+DTYPES = (torch.float32, torch.float64)
+GOLDEN = "conv.json"
+
+
+def _ctx(dtype):
+    return gmpy2.ieee(32 if dtype == torch.float32 else 64)
+
+
+def _mp(t):
+    return np.vectorize(lambda v: gmpy2.mpfr(float(v)), otypes=[object])(t.detach().double().numpy())
+
+
+def _pads(padding, k, d, dims):
+    if padding == "valid":
+        return [(0, 0)] * dims
+    if padding == "same":
+        return [(d[i] * (k[i] - 1) // 2, d[i] * (k[i] - 1) - d[i] * (k[i] - 1) // 2) for i in range(dims)]
+    p = padding if isinstance(padding, tuple) else (padding,) * dims
+    return [(v, v) for v in p]
+
+
+def oracle_conv2d(x, w, bias, stride, pads, dil, groups):
+    """Returns (out, grad_fn) where grad_fn(g) -> (gx, gw, gb) in the documented orders."""
+    dtype = x.dtype
+    n, c_in, h, wd = x.shape
+    c_out, c_g, kh, kw = w.shape
+    (pt, pb), (pl, pr) = pads
+    hp, wp = h + pt + pb, wd + pl + pr
+    oh = (hp - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wp - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    xm, wm = _mp(x), _mp(w)
+    zero = gmpy2.mpfr(0)
+
+    def xpad(b, c, i, j):
+        i, j = i - pt, j - pl
+        return xm[b, c, i, j] if 0 <= i < h and 0 <= j < wd else zero
+
+    out = np.empty((n, c_out, oh, ow))
+    co_g = c_out // groups
+    with gmpy2.context(_ctx(dtype)):
+        for b in range(n):
+            for co in range(c_out):
+                grp = co // co_g
+                for i in range(oh):
+                    for j in range(ow):
+                        acc = gmpy2.mpfr(0)
+                        for c in range(c_g):
+                            for a in range(kh):
+                                for e in range(kw):
+                                    acc = gmpy2.fma(xpad(b, grp * c_g + c, i * stride[0] + a * dil[0],
+                                                         j * stride[1] + e * dil[1]), wm[co, c, a, e], acc)
+                        if bias is not None:
+                            acc = acc + gmpy2.mpfr(float(bias[co].detach()))
+                        out[b, co, i, j] = float(acc)
+
+    def grads(g):
+        gm = _mp(g)
+        gx = np.empty((n, c_in, h, wd))
+        gw = np.empty(w.shape)
+        gb = np.empty((c_out,))
+        with gmpy2.context(_ctx(dtype)):
+            for b in range(n):
+                for ci in range(c_in):
+                    grp, c = ci // c_g, ci % c_g
+                    for ih in range(h):
+                        for iw in range(wd):
+                            acc = gmpy2.mpfr(0)
+                            for co in range(grp * co_g, (grp + 1) * co_g):
+                                for a in range(kh - 1, -1, -1):      # kernel flipped: kh = KH-1 .. 0
+                                    for e in range(kw - 1, -1, -1):
+                                        vh, vw = ih + pt - a * dil[0], iw + pl - e * dil[1]
+                                        val = zero                   # zero-inserted gradient
+                                        if (vh >= 0 and vw >= 0 and vh % stride[0] == 0 and vw % stride[1] == 0
+                                                and vh // stride[0] < oh and vw // stride[1] < ow):
+                                            val = gm[b, co, vh // stride[0], vw // stride[1]]
+                                        acc = gmpy2.fma(val, wm[co, c, a, e], acc)
+                            gx[b, ci, ih, iw] = float(acc)
+            for co in range(c_out):
+                grp = co // co_g
+                for c in range(c_g):
+                    for a in range(kh):
+                        for e in range(kw):
+                            acc = gmpy2.mpfr(0)
+                            for b in range(n):
+                                for i in range(oh):
+                                    for j in range(ow):
+                                        acc = gmpy2.fma(gm[b, co, i, j], xpad(b, grp * c_g + c, i * stride[0] + a * dil[0],
+                                                                                j * stride[1] + e * dil[1]), acc)
+                            gw[co, c, a, e] = float(acc)
+                acc = gmpy2.mpfr(0)
+                for b in range(n):
+                    for i in range(oh):
+                        for j in range(ow):
+                            acc = acc + gm[b, co, i, j]
+                gb[co] = float(acc)
+        t = lambda a: torch.from_numpy(a).to(dtype)  # noqa: E731
+        return t(gx), t(gw), t(gb)
+
+    return torch.from_numpy(out).to(dtype), grads
+
+
+def bits(t):
+    t = t.detach().cpu().contiguous()
+    t = torch.where(torch.isnan(t), torch.full_like(t, float("nan")), t)
+    return t.numpy().view(np.uint32 if t.dtype == torch.float32 else np.uint64)
+
+
+def assert_same_bits(got, want):
+    assert got.shape == want.shape, (got.shape, want.shape)
+    bad = np.argwhere(bits(got) != bits(want))
+    assert bad.size == 0, f"{len(bad)} elements differ, first at {bad[0].tolist()}"
+
+
+CASES = [  # N, Cin, Cout, H, W, (KH, KW), stride, padding, dilation, groups
+    (2, 4, 6, 5, 6, (3, 2), (2, 1), 1, (1, 1), 2),
+    (1, 3, 2, 5, 5, (3, 3), (1, 1), "same", (2, 1), 1),
+    (1, 2, 4, 6, 5, (2, 3), (3, 2), (2, 1), (2, 2), 2),
+    (2, 2, 2, 4, 4, (1, 1), (1, 1), "valid", (1, 1), 1),
+    (1, 3, 3, 4, 4, (2, 2), (2, 2), 0, (1, 1), 3),
+    (1, 2, 3, 3, 3, (3, 3), (1, 1), 2, (1, 1), 1),
+]
+
+
+def _inputs(case, dtype, seed=0):
+    n, ci, co, h, w, k, s, p, d, g = case
+    x = normal_tensor(seed + 1, (n, ci, h, w), dtype)
+    wt = normal_tensor(seed + 2, (co, ci // g, *k), dtype)
+    b = normal_tensor(seed + 3, (co,), dtype)
+    return x, wt, b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_forward_and_backward_match_oracle(case, dtype):
+    n, ci, co, h, w, k, s, p, d, g = case
+    x, wt, b = _inputs(case, dtype)
+    x.requires_grad_(), wt.requires_grad_(), b.requires_grad_()
+    out = C.conv2d(x, wt, b, s, p, d, g)
+    want, grads = oracle_conv2d(x, wt, b, s, _pads(p, k, d, 2), d, g)
+    assert_same_bits(out, want)
+    gout = normal_tensor(9, out.shape, dtype)
+    got = torch.autograd.grad(out, (x, wt, b), gout)
+    for name, u, v in zip(("input", "weight", "bias"), got, grads(gout)):
+        assert_same_bits(u, v), name
+    assert_same_bits(C.conv2d(x, wt, None, s, p, d, g), oracle_conv2d(x, wt, None, s, _pads(p, k, d, 2), d, g)[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conv1d_matches_oracle(dtype):
+    x = normal_tensor(11, (2, 4, 9), dtype).requires_grad_()
+    w = normal_tensor(12, (6, 2, 3), dtype).requires_grad_()
+    b = normal_tensor(13, (6,), dtype).requires_grad_()
+    out = C.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2)
+    want, grads = oracle_conv2d(x[:, :, None], w[:, :, None], b, (1, 2), [(0, 0), (1, 1)], (1, 2), 2)
+    assert_same_bits(out, want[:, :, 0])
+    g = normal_tensor(14, out.shape, dtype)
+    got = torch.autograd.grad(out, (x, w, b), g)
+    gx, gw, gb = grads(g[:, :, None])
+    assert_same_bits(got[0], gx[:, :, 0])
+    assert_same_bits(got[1], gw[:, :, 0])
+    assert_same_bits(got[2], gb)
+    # unbatched input, "same" padding
+    u = C.conv1d(x[0], w, None, padding="same", groups=2)
+    assert_same_bits(u, oracle_conv2d(x[:1, :, None], w[:, :, None], None, (1, 1), [(0, 0), (1, 1)], (1, 1), 2)[0][0, :, 0])
+
+
+def test_padding_positions_are_fma_terms():
+    """A padded position is the term fma(0, w, acc): with w = inf it turns the output into NaN."""
+    x = torch.ones((1, 1, 1, 1))
+    w = torch.full((1, 1, 1, 3), float("inf"))
+    w[0, 0, 0, 1] = 1.0
+    out = C.conv2d(x, torch.tensor([[[[0.0, 1.0, 0.0]]]]), padding=(0, 1))
+    assert out.item() == 1.0
+    out = C.conv2d(x, w, padding=(0, 1))
+    assert torch.isnan(out).all() and bits(out)[0, 0, 0, 0] == 0x7FC00000
+
+
+def test_order_is_sequential_over_channels_then_kernel():
+    """FPRev-style: +big and -big at two (c, kh, kw) positions, ones elsewhere;
+    only the documented (c, kh, kw) chain from +0 gives the count of the
+    ones that come after the pair."""
+    big = 2.0 ** 50
+    rng = np.random.Generator(np.random.PCG64(3))
+    c, kh, kw = 5, 3, 2
+    positions = [(ci, a, e) for ci in range(c) for a in range(kh) for e in range(kw)]
+    for _ in range(6):
+        p, q = rng.choice(len(positions), size=2, replace=False)
+        w = torch.ones((1, c, kh, kw))
+        w[(0, *positions[p])], w[(0, *positions[q])] = big, -big
+        out = C.conv2d(torch.ones((1, c, kh, kw)), w)
+        assert out.item() == len(positions) - 1 - max(p, q)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_invariance(dtype):
+    case = CASES[0]
+    x, w, b = _inputs(case, dtype)
+    x = normal_tensor(20, (5, 4, 5, 6), dtype)
+    full = C.conv2d(x, w, b, (2, 1), 1, 1, 2)
+    for m in range(1, 6):
+        assert_same_bits(C.conv2d(x[:m], w, b, (2, 1), 1, 1, 2), full[:m])
+        assert_same_bits(C.conv2d(x[m - 1:m], w, b, (2, 1), 1, 1, 2), full[m - 1:m])
+
+
+def test_layout_invariance():
+    x = normal_tensor(21, (2, 3, 6, 6))
+    w = normal_tensor(22, (4, 3, 3, 3))
+    want = C.conv2d(x, w, padding=1)
+    x_cl = x.contiguous(memory_format=torch.channels_last)
+    assert_same_bits(C.conv2d(x_cl, w, padding=1), want)
+    assert_same_bits(C.conv2d(x.transpose(2, 3).contiguous().transpose(2, 3), w, padding=1), want)
+
+
+def test_gradcheck():
+    d = torch.float64
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 5, 5, dtype=d, requires_grad=True)
+    w = torch.randn(6, 2, 3, 2, dtype=d, requires_grad=True)
+    b = torch.randn(6, dtype=d, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w, b: C.conv2d(x, w, b, (2, 1), (1, 2), (1, 2), 2), (x, w, b))
+    x1 = torch.randn(2, 2, 7, dtype=d, requires_grad=True)
+    w1 = torch.randn(3, 2, 3, dtype=d, requires_grad=True)
+    b1 = torch.randn(3, dtype=d, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w, b: C.conv1d(x, w, b, 2, "valid", 2), (x1, w1, b1))
+    assert torch.autograd.gradcheck(lambda x, w: C.conv1d(x, w, padding="same"), (x1, w1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_close_to_torch(dtype):
+    x = normal_tensor(30, (2, 8, 10, 10), dtype)
+    w = normal_tensor(31, (8, 4, 3, 3), dtype)
+    b = normal_tensor(32, (8,), dtype)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(C.conv2d(x, w, b, 2, 1, 1, 2), F.conv2d(x, w, b, 2, 1, 1, 2), **tol)
+    torch.testing.assert_close(C.conv2d(x, w, b, 1, "same", 2, 2), F.conv2d(x, w, b, 1, "same", 2, 2), **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_golden_vectors(dtype):
+    name = "float32" if dtype == torch.float32 else "float64"
+    x = normal_tensor(40, (2, 4, 7, 6), dtype).requires_grad_()
+    w = normal_tensor(41, (6, 2, 3, 3), dtype).requires_grad_()
+    b = normal_tensor(42, (6,), dtype).requires_grad_()
+    out = C.conv2d(x, w, b, (2, 1), 1, (1, 2), 2)
+    check(GOLDEN, f"conv2d.{name}", out)
+    gx, gw, gb = torch.autograd.grad(out, (x, w, b), normal_tensor(43, out.shape, dtype))
+    check(GOLDEN, f"conv2d_grad_input.{name}", gx)
+    check(GOLDEN, f"conv2d_grad_weight.{name}", gw)
+    check(GOLDEN, f"conv2d_grad_bias.{name}", gb)
+    check(GOLDEN, f"conv1d.{name}", C.conv1d(x[:, :, 0], w[:, :, 0], b, 1, "same", 2, 2))
+
+
+@pytest.mark.parametrize("call,exc,words", [
+    (lambda: C.conv2d(torch.ones(1, 4, 5, 5), torch.ones(6, 2, 3, 3), groups=3), ValueError, ["'groups'"]),
+    (lambda: C.conv2d(torch.ones(1, 3, 5, 5), torch.ones(4, 1, 3, 3), groups=2), ValueError, ["'groups'"]),
+    (lambda: C.conv2d(torch.ones(1, 4, 5, 5), torch.ones(6, 3, 3, 3)), ValueError, ["'weight'", "'input'"]),
+    (lambda: C.conv2d(torch.ones(5, 5), torch.ones(1, 1, 3, 3)), ValueError, ["'input'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5), torch.ones(1, 3, 3)), ValueError, ["'weight'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5, dtype=torch.int32), torch.ones(1, 1, 3, 3)), TypeError, ["'input'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5), torch.ones(1, 1, 3, 3, dtype=torch.float64)), TypeError, ["'weight'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5), torch.ones(1, 1, 3, 3), torch.ones(2)), ValueError, ["'bias'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5), torch.ones(1, 1, 3, 3), stride=0), ValueError, ["'stride'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5), torch.ones(1, 1, 3, 3), padding="full"), ValueError, ["'padding'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5), torch.ones(1, 1, 3, 3), stride=2, padding="same"), ValueError,
+     ["same", "stride"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 5, 5), torch.ones(1, 1, 3, 3), padding_mode="reflect"), NotImplementedError,
+     ["'padding_mode'"]),
+    (lambda: C.conv2d(torch.ones(1, 1, 2, 2), torch.ones(1, 1, 3, 3)), ValueError, ["'input'", "kernel"]),
+    (lambda: C.conv1d(torch.ones(1, 1, 5), torch.ones(1, 1, 3), dilation=(1, 1)), ValueError, ["'dilation'"]),
+])
+def test_bad_input(call, exc, words):
+    with pytest.raises(exc) as info:
+        call()
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_simulator_matches_oracle_and_cpu(dtype, backend):
+    case = (1, 2, 2, 3, 4, (2, 2), (1, 2), 1, (1, 1), 2)
+    x, w, b = _inputs(case, dtype)
+    x.requires_grad_(), w.requires_grad_(), b.requires_grad_()
+    backend("cuda")
+    out = C.conv2d(x, w, b, (1, 2), 1, 1, 2)
+    want, grads = oracle_conv2d(x, w, b, (1, 2), [(1, 1), (1, 1)], (1, 1), 2)
+    assert_same_bits(out, want)
+    g = normal_tensor(5, out.shape, dtype)
+    sim_grads = torch.autograd.grad(out, (x, w, b), g)
+    for u, v in zip(sim_grads, grads(g)):
+        assert_same_bits(u, v)
+    backend("cpu")
+    cpu_out = C.conv2d(x, w, b, (1, 2), 1, 1, 2)
+    assert_same_bits(cpu_out, out)
+
+
+def test_golden_file_covers_every_op():
+    import json
+
+    with open(os.path.join(os.path.dirname(__file__), "golden", GOLDEN)) as f:
+        keys = json.load(f)
+    for key in ("conv2d", "conv2d_grad_input", "conv2d_grad_weight", "conv2d_grad_bias", "conv1d"):
+        for dt in ("float32", "float64"):
+            assert f"{key}.{dt}" in keys
