@@ -31,3 +31,8 @@ from .gelu import gelu  # noqa: E402
 
 __all__ += _mathlib.__all__ + ["log_softmax", "logsumexp", "mish", "silu", "softmax", "softplus"]
 __all__ += ["gelu"]
+
+from .products import addmm, bmm, dot, linear, matmul, mm  # noqa: E402
+from .conv import conv1d, conv2d  # noqa: E402
+
+__all__ += ["addmm", "bmm", "dot", "linear", "matmul", "mm", "conv1d", "conv2d"]

@@ -22,8 +22,8 @@ Backward (all products of `softrep.products`, same k order):
   kw = KW-1 .. 0) with the zero-inserted gradient (zeros are terms too).
 * grad_weight[co, c, kh, kw]: acc = +0, then fma(g[n, co, oh, ow],
   xpad[n, c, oh*sh + kh*dh, ow*sw + kw*dw], acc) for (n, oh, ow) in row-major order.
-* grad_bias[co]: acc = +0, then add_rn(acc, g[n, co, oh, ow]) in (n, oh, ow)
-  row-major order.
+* grad_bias[co]: softrep.sum of g[:, co, :, :] (the documented sum order over
+  the elements in (n, oh, ow) row-major order).
 """
 
 import numbers
@@ -113,7 +113,7 @@ class _Conv2d(torch.autograd.Function):
                 groups, c_out // groups, n * oh * ow)
             gw = _bmm(g_g, cols.transpose(1, 2)).reshape(w.shape)
         if has_bias and ctx.needs_input_grad[2]:
-            gb = _sum_to_shape(g, (1, c_out, 1, 1)).reshape(c_out)
+            gb = _sum_to_shape(g, (1, c_out, 1, 1)).reshape(c_out)  # softrep.sum over (n, oh, ow)
         return gx, gw, gb, None, None, None, None
 
 

@@ -7,9 +7,8 @@ product `_bmm` (softrep/cpu/linalg.py, softrep/cuda/linalg.py).
 
 Backward passes are softrep products:
   grad_a = g @ b^T and grad_b = a^T @ g, each in the same k order;
-  a gradient summed over broadcast (or bias) dimensions is a product with a
-  vector of ones (`_sum_to_shape`): acc = +0, then acc = fma(g, 1, acc) =
-  add_rn(acc, g) over the summed elements in row-major order.
+  a gradient summed over broadcast (or bias) dimensions uses softrep's
+  documented sum (`softrep.reduction.sum_to_shape`).
 """
 
 import torch
@@ -84,27 +83,13 @@ def _mm(a, b, addend=None):
 
 
 def _sum_to_shape(g, shape):
-    """g summed over the dimensions where `shape` (right-aligned) is 1 or missing.
-
-    Order: for each kept index, acc = +0, then acc = add_rn(acc, x) over the
-    summed elements in row-major order of the summed dimensions (computed as
-    the product of g, as a (kept, summed) matrix, with a column of ones).
-    """
-    shape = torch.Size(shape)
-    if g.shape == shape:
+    """g summed over its broadcast dimensions back to `shape`, with softrep's
+    documented sum (docs/order.md, "sum"; `softrep.reduction.sum_to_shape`)."""
+    if shape is None or g.shape == torch.Size(shape):
         return g
-    lead = g.dim() - len(shape)
-    padded = (1,) * lead + tuple(shape)
-    summed = [d for d in range(g.dim()) if padded[d] == 1 and g.shape[d] != 1]
-    kept = [d for d in range(g.dim()) if d not in summed]
-    kept_numel = summed_numel = 1
-    for d in kept:
-        kept_numel *= g.shape[d]
-    for d in summed:
-        summed_numel *= g.shape[d]
-    matrix = g.permute(*kept, *summed).reshape(kept_numel, summed_numel)
-    ones = torch.ones((summed_numel, 1), dtype=g.dtype, device=g.device)
-    return _MM.apply(matrix, ones, None).reshape(shape)
+    from .reduction import sum_to_shape
+
+    return sum_to_shape(g, shape)
 
 
 # --------------------------------------------------------------------------- autograd
@@ -243,7 +228,7 @@ def linear(input, weight, bias=None):
 
     The leading dimensions of `input` are folded into rows, so grad_weight
     = g^T @ input is one fma chain over all rows in row-major order, and
-    grad_bias sums g over the rows (see `_sum_to_shape`).
+    grad_bias is softrep.sum of g over the rows (the documented sum order).
     """
     operands = {"input": input, "weight": weight}
     if bias is not None:

@@ -102,16 +102,28 @@ def oracle_conv2d(x, w, bias, stride, pads, dil, groups):
                                         acc = gmpy2.fma(gm[b, co, i, j], xpad(b, grp * c_g + c, i * stride[0] + a * dil[0],
                                                                                 j * stride[1] + e * dil[1]), acc)
                             gw[co, c, a, e] = float(acc)
-                acc = gmpy2.mpfr(0)
-                for b in range(n):
-                    for i in range(oh):
-                        for j in range(ow):
-                            acc = acc + gm[b, co, i, j]
-                gb[co] = float(acc)
+                gb[co] = oracle_sum([gm[b, co, i, j] for b in range(n) for i in range(oh) for j in range(ow)])
         t = lambda a: torch.from_numpy(a).to(dtype)  # noqa: E731
         return t(gx), t(gw), t(gb)
 
     return torch.from_numpy(out).to(dtype), grads
+
+
+def oracle_sum(values):
+    """softrep's documented sum (docs/order.md), in the current gmpy2 context:
+    blocks of 128 added left to right from their first element, then a
+    pairwise tree over the block partials."""
+    if not values:
+        return 0.0
+    parts = []
+    for start in range(0, len(values), 128):
+        p = values[start]
+        for v in values[start + 1:start + 128]:
+            p = p + v
+        parts.append(p)
+    while len(parts) > 1:
+        parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+    return float(parts[0])
 
 
 def bits(t):

@@ -52,6 +52,23 @@ def oracle_mm(a, b, addend=None):
     return torch.from_numpy(out).to(a.dtype)
 
 
+def oracle_sum(values, dtype):
+    """softrep's documented sum (docs/order.md): blocks of 128 added left to
+    right from their first element, then a pairwise tree over the partials."""
+    if len(values) == 0:
+        return 0.0
+    with gmpy2.context(_ctx(dtype)):
+        parts = []
+        for start in range(0, len(values), 128):
+            p = gmpy2.mpfr(float(values[start]))
+            for v in values[start + 1:start + 128]:
+                p = p + gmpy2.mpfr(float(v))
+            parts.append(p)
+        while len(parts) > 1:
+            parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+        return float(parts[0])
+
+
 def bits(t):
     """Bit patterns with every NaN canonical, for exact comparison."""
     t = t.detach().cpu().contiguous()
@@ -323,11 +340,15 @@ def test_backward_is_the_documented_product():
     P.mm(a, b).backward(g)
     assert_same_bits(a.grad, oracle_mm(g, b.detach().t()))
     assert_same_bits(b.grad, oracle_mm(a.detach().t(), g))
-    x, w, bias = (normal_tensor(43, (6, 4)).requires_grad_(), normal_tensor(44, (3, 4)).requires_grad_(),
-                  normal_tensor(45, (3,)).requires_grad_())
-    gl = normal_tensor(46, (6, 3))
-    P.linear(x, w, bias).backward(gl)
-    assert_same_bits(bias.grad, oracle_mm(torch.ones(1, 6), gl).reshape(3))  # +0, then add in row order
+    for rows in (6, 300):  # one block of the sum, and several blocks plus the tree
+        x, w, bias = (normal_tensor(43, (rows, 4)).requires_grad_(), normal_tensor(44, (3, 4)).requires_grad_(),
+                      normal_tensor(45, (3,)).requires_grad_())
+        gl = normal_tensor(46, (rows, 3))
+        P.linear(x, w, bias).backward(gl)
+        assert_same_bits(x.grad, oracle_mm(gl, w.detach()))
+        assert_same_bits(w.grad, oracle_mm(gl.t(), x.detach()))
+        want_bias = torch.tensor([oracle_sum(gl[:, j].tolist(), torch.float32) for j in range(3)])
+        assert_same_bits(bias.grad, want_bias)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
