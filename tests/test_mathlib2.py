@@ -1,0 +1,366 @@
+"""Part 2 of the correctly rounded math library: sin, cos, tan, atan, erf, erfc,
+rsqrt, cbrt (unary, float32), pow and hypot (binary), gelu.
+
+References are independent of softrep/math: MPFR through gmpy2 in the IEEE
+binary32 context (precision 24, subnormalize: MPFR's functions are correctly
+rounded, so this is the correctly rounded float32 result), and torch for the
+gradients.  The exhaustive runs are `python -m softrep verify NAME --exhaustive`
+(docs/mathlib.md); here: >= 10^5 random bit patterns per function plus ordinary
+values, special values, both ends of every binade, every entry of the
+function's exception table and the saved hard cases.
+"""
+
+import importlib
+import os
+import sys
+
+import gmpy2
+import numpy as np
+import pytest
+import torch
+
+import softrep
+from softrep.math import FUNCTIONS
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden import bit_pattern_tensor, check, normal_tensor  # noqa: E402
+
+UNARY = ["sin", "cos", "tan", "atan", "erf", "erfc", "rsqrt", "cbrt"]
+MPFR_NAME = {"rsqrt": "rec_sqrt"}
+HARD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "mathlib_hard_cases")
+NAN_BITS = 0x7FC00000
+
+
+def _mpfr_unary(name, x):
+    x = float(x)
+    if name == "rsqrt" and x == 0.0:
+        return np.float32(np.copysign(np.inf, x))  # IEEE rSqrt(-0) = -inf (MPFR says +inf)
+    with gmpy2.context(gmpy2.ieee(32)):
+        r = getattr(gmpy2, MPFR_NAME.get(name, name))(gmpy2.mpfr(x))
+    return np.float32(float(r))
+
+
+def reference_bits(name, xs):
+    out = np.empty(xs.size, np.uint32)
+    for i, x in enumerate(xs):
+        r = _mpfr_unary(name, x)
+        out[i] = NAN_BITS if np.isnan(r) else r.view(np.uint32)
+    return out
+
+
+def _mpfr_binary(name, x, y):
+    with gmpy2.context(gmpy2.ieee(32)):
+        a, b = gmpy2.mpfr(float(x)), gmpy2.mpfr(float(y))
+        r = a ** b if name == "pow" else gmpy2.hypot(a, b)
+    r = np.float32(float(r))
+    return NAN_BITS if np.isnan(r) else int(r.view(np.uint32))
+
+
+def special_values():
+    bits = [0, 1, 2, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 0x7F800001, 0x7FFFFFFF]
+    for e in range(1, 255):  # both ends of every binade
+        bits += [e << 23, (e << 23) | 0x7FFFFF, (e << 23) | 1]
+    bits += [b | 0x80000000 for b in bits]
+    xs = np.array(bits, np.uint32).view(np.float32)
+    more = np.array([np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi, 0.5, 1, 4, 10.25, -4, 3.9, 10.06, 1e30,
+                     -1e30, 16, 1.0625, 0.0625], np.float32)
+    return np.concatenate([xs, more, np.arange(-200, 201, dtype=np.float32) / 4])
+
+
+def table_inputs(name):
+    module = sys.modules[f"softrep.math.{name}"]
+    keys = getattr(module, "_KEYS", np.zeros(0, np.uint32))
+    keys = keys[keys != 0xFFFFFFFF]
+    return np.concatenate([keys, keys | np.uint32(0x80000000)]).view(np.float32)
+
+
+def hard_cases(name):
+    """(inputs, expected bits) saved by the exhaustive verifier (both signs of |x|
+    files of the scan)."""
+    path = os.path.join(HARD_DIR, f"{name}.txt")
+    if not os.path.exists(path):
+        return np.zeros(0, np.float32), np.zeros(0, np.uint32)
+    rows = [line.split() for line in open(path) if line.strip() and not line.startswith("#")]
+    xs = np.array([int(r[0], 16) for r in rows], np.uint32).view(np.float32)
+    ys = np.array([int(r[1], 16) for r in rows], np.uint32)
+    return xs, ys
+
+
+def run_op(name, xs):
+    return FUNCTIONS[name].op(torch.from_numpy(np.ascontiguousarray(xs, np.float32))).numpy().view(np.uint32)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_against_mpfr(name, backend):
+    backend("cpu")
+    rng = np.random.Generator(np.random.PCG64(1234))
+    random_bits = rng.integers(0, 2**32, size=100_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    ordinary = (rng.standard_normal(20_000) * 4).astype(np.float32)
+    xs = np.concatenate([special_values(), table_inputs(name), random_bits, ordinary])
+    got = run_op(name, xs)
+    want = reference_bits(name, xs)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(xs[i:i + 1].view(np.uint32)[0]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_saved_hard_cases(name, backend):
+    backend("cpu")
+    xs, want = hard_cases(name)
+    if xs.size == 0:
+        pytest.skip(f"no hard cases saved for {name} (run the exhaustive verifier)")
+    got = run_op(name, xs)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(xs[i:i + 1].view(np.uint32)[0]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+    sample = xs[:: max(1, xs.size // 200)]  # the files' expected values are themselves MPFR's
+    assert np.array_equal(run_op(name, sample), reference_bits(name, sample))
+
+
+def test_exception_tables_hold_mpfr_values():
+    for name in ["sin", "cos", "tan", "atan", "erf", "erfc"]:
+        module = sys.modules[f"softrep.math.{name}"]
+        keys, values = module._KEYS, module._VALUES
+        assert np.all(np.diff(keys.astype(np.int64)) > 0), name  # sorted: binary search
+        live = keys != 0xFFFFFFFF
+        assert np.array_equal(values[live], reference_bits(name, keys[live].view(np.float32))), name
+
+
+def test_signs_and_specials(backend):
+    backend("cpu")
+    f = lambda name, v: run_op(name, np.array([v], np.float32))[0]  # noqa: E731
+    neg0, pos0 = 0x80000000, 0
+    assert f("sin", -0.0) == neg0 and f("tan", -0.0) == neg0 and f("atan", -0.0) == neg0
+    assert f("erf", -0.0) == neg0 and f("cbrt", -0.0) == neg0 and f("sin", 0.0) == pos0
+    assert f("rsqrt", -0.0) == 0xFF800000 and f("rsqrt", 0.0) == 0x7F800000 and f("rsqrt", -1.0) == NAN_BITS
+    for name in ["sin", "cos", "tan"]:
+        assert f(name, np.inf) == NAN_BITS and f(name, -np.inf) == NAN_BITS
+    assert f("erfc", -np.inf) == np.float32(2).view(np.uint32) and f("erfc", np.inf) == 0
+    assert f("atan", np.inf) == np.float32(np.pi / 2).view(np.uint32)
+    assert f("erf", np.nan) == NAN_BITS and f("cbrt", np.float32(-8.0)) == np.float32(-2).view(np.uint32)
+    # a signalling-NaN payload comes out canonical
+    snan = np.array([0x7F800001], np.uint32).view(np.float32)
+    for name in UNARY:
+        assert run_op(name, snan)[0] == NAN_BITS, name
+
+
+# --------------------------------------------------------------------------- pow, hypot
+
+def run_binary(name, xs, ys):
+    op = FUNCTIONS[name].op
+    x = torch.from_numpy(np.ascontiguousarray(xs, np.float32))
+    y = torch.from_numpy(np.ascontiguousarray(ys, np.float32))
+    return op(x, y).numpy().view(np.uint32)
+
+
+def check_binary(name, xs, ys):
+    xs, ys = np.asarray(xs, np.float32), np.asarray(ys, np.float32)
+    got = run_binary(name, xs, ys)
+    want = np.array([_mpfr_binary(name, x, y) for x, y in zip(xs, ys)], np.uint32)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(float(xs[i]), float(ys[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+
+
+SPECIAL_PAIRS = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0,
+                          2.5, -2.5, 1e-45, -1e-45, 3e38, -3e38, 16777216.0, -16777215.0], np.float32)
+
+
+@pytest.mark.parametrize("name", ["pow", "hypot"])
+def test_binary_special_values(name, backend):
+    backend("cpu")
+    xs, ys = np.meshgrid(SPECIAL_PAIRS, SPECIAL_PAIRS)
+    check_binary(name, xs.ravel(), ys.ravel())
+
+
+def test_pow_ieee_special_cases(backend):
+    backend("cpu")
+    nan = np.float32(np.nan)
+    f = lambda x, y: run_binary("pow", [x], [y])[0]  # noqa: E731
+    one = np.float32(1).view(np.uint32)
+    assert f(nan, 0.0) == one and f(nan, -0.0) == one and f(1.0, nan) == one
+    assert f(-1.0, np.inf) == one and f(-1.0, -np.inf) == one
+    assert f(-0.0, 3.0) == 0x80000000 and f(-0.0, -3.0) == 0xFF800000 and f(-0.0, -2.0) == 0x7F800000
+    assert f(-np.inf, 3.0) == 0xFF800000 and f(-np.inf, -3.0) == 0x80000000 and f(-2.0, 0.5) == NAN_BITS
+    assert f(-2.0, 3.0) == np.float32(-8).view(np.uint32)
+
+
+def test_pow_exact_and_midpoint_cases(backend):
+    """x^y exactly a float32 or a float32 rounding midpoint (e.g. 4097^2 = 2^24 + 8193)."""
+    backend("cpu")
+    k = np.arange(1, 5000)
+    check_binary("pow", k, np.full(k.size, 2.0))
+    check_binary("pow", k[:300], np.full(300, 3.0))
+    check_binary("pow", k[:4096] ** 2, np.full(4096, 0.5))
+    check_binary("pow", k[:4096] ** 2, np.full(4096, 1.5))
+    check_binary("pow", k[:60] ** 4, np.full(60, 0.75))
+    check_binary("pow", k[:7] ** 8, np.full(7, 0.125))
+    rng = np.random.Generator(np.random.PCG64(7))
+    e = rng.integers(-149, 128, 3000).astype(np.float64)
+    check_binary("pow", np.exp2(e), rng.integers(-300, 300, 3000) / rng.choice([1, 2, 4, 8, 16], 3000))
+    check_binary("pow", [2.0, 0.5, 4.0, 2.0, 0.5], [-150.0, 150.0, -75.0, 128.0, 149.0])
+
+
+def test_pow_random(backend):
+    backend("cpu")
+    rng = np.random.Generator(np.random.PCG64(8))
+    n = 5000
+    check_binary("pow", rng.uniform(0.01, 100, n), rng.uniform(-20, 20, n))
+    check_binary("pow", 1 + rng.uniform(-1e-3, 1e-3, n), rng.uniform(-1e5, 1e5, n))
+    check_binary("pow", rng.uniform(-50, 50, n), rng.integers(-30, 31, n))
+
+
+def test_hypot_random_and_ties(backend):
+    backend("cpu")
+    rng = np.random.Generator(np.random.PCG64(9))
+    bits = rng.integers(0, 2**32, size=(2, 20000), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    check_binary("hypot", bits[0], bits[1])
+    check_binary("hypot", rng.standard_normal(5000), rng.standard_normal(5000) * 1e-3)
+    # Pythagorean triples scaled to 24 bits, subnormal and huge pairs
+    m, n = rng.integers(2, 3000, 3000), rng.integers(1, 2000, 3000)
+    m, n = np.maximum(m, n + 1), np.minimum(m - 1, n)
+    a, b = m * m - n * n, 2 * m * n
+    check_binary("hypot", a.astype(np.float64), b.astype(np.float64))
+    check_binary("hypot", a * 2.0**-160, b * 2.0**-160)
+    check_binary("hypot", np.full(50, 3e38), rng.uniform(0, 3e38, 50))
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+float32s = st.floats(width=32, allow_nan=True, allow_infinity=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(float32s, float32s)
+def test_pow_hypothesis(x, y):
+    check_binary("pow", [x], [y])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.floats(min_value=1e-3, max_value=1e3, width=32), st.floats(min_value=-40, max_value=40, width=32))
+def test_pow_hypothesis_ordinary(x, y):
+    check_binary("pow", [x], [y])
+
+
+@settings(max_examples=400, deadline=None)
+@given(float32s, float32s)
+def test_hypot_hypothesis(x, y):
+    check_binary("hypot", [x], [y])
+
+
+# --------------------------------------------------------------------------- gelu, gradients, API
+
+def test_gelu_matches_documented_order(backend):
+    backend("cpu")
+    x = normal_tensor(3, (4096,), scale=3.0)
+    E, M = softrep.elementwise, softrep.math
+    exact = E.mul(E.mul(x, 0.5), E.add(M.erf(E.mul(x, 0.7071067811865476)), 1.0))
+    assert torch.equal(softrep.gelu(x), exact)
+    torch.testing.assert_close(softrep.gelu(x), torch.nn.functional.gelu(x), rtol=2e-6, atol=1e-6)
+    torch.testing.assert_close(softrep.gelu(x, approximate="tanh"),
+                               torch.nn.functional.gelu(x, approximate="tanh"), rtol=2e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="approximate"):
+        softrep.gelu(x, approximate="fast")
+    assert softrep.gelu(torch.empty(0, 3)).shape == (0, 3)
+
+
+TORCH_FN = {"sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "atan": torch.atan, "erf": torch.erf,
+            "erfc": torch.erfc, "rsqrt": torch.rsqrt, "cbrt": lambda x: torch.sign(x) * x.abs() ** (1 / 3)}
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_gradients_against_torch(name, backend):
+    backend("cpu")
+    x = normal_tensor(11, (257,), scale=2.0)
+    if name in ("rsqrt", "cbrt"):
+        x = x.abs() + 0.1
+    a = x.clone().requires_grad_()
+    b = x.clone().requires_grad_()
+    g = normal_tensor(12, (257,))
+    FUNCTIONS[name].op(a).backward(g)
+    TORCH_FN[name](b).backward(g)
+    torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_binary_gradients_against_torch(backend):
+    backend("cpu")
+    x = normal_tensor(13, (100,)).abs() + 0.5
+    y = normal_tensor(14, (100,))
+    for ours, theirs in ((softrep.pow, torch.pow), (softrep.hypot, torch.hypot)):
+        a, b = x.clone().requires_grad_(), y.clone().requires_grad_()
+        c, d = x.clone().requires_grad_(), y.clone().requires_grad_()
+        ours(a, b).sum().backward()
+        theirs(c, d).sum().backward()
+        torch.testing.assert_close(a.grad, c.grad, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(b.grad, d.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_gradient_against_torch(backend):
+    backend("cpu")
+    x = normal_tensor(15, (300,), scale=3.0)
+    for approximate in ("none", "tanh"):
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        softrep.gelu(a, approximate=approximate).sum().backward()
+        torch.nn.functional.gelu(b, approximate=approximate).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=2e-6)
+
+
+def test_api_inputs_untouched_noncontiguous_and_errors(backend):
+    backend("cpu")
+    x = normal_tensor(16, (8, 6)).t()
+    before = x.clone()
+    assert torch.equal(softrep.sin(x), softrep.sin(x.contiguous()))
+    assert torch.equal(x, before)
+    assert softrep.atan(torch.empty(0)).shape == (0,)
+    assert torch.equal(softrep.hypot(x, 2.0), softrep.hypot(x, torch.full_like(x, 2.0)))
+    with pytest.raises(TypeError, match="float64"):
+        softrep.erf(x.double())
+    with pytest.raises(TypeError, match="exponent"):
+        softrep.pow(x, torch.ones(1, dtype=torch.float64))
+
+
+# --------------------------------------------------------------------------- golden vectors, simulator
+
+GOLDEN = "mathlib2.json"
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_golden_unary(name, backend):
+    backend("cpu")
+    check(GOLDEN, f"{name}.bits", FUNCTIONS[name].op(bit_pattern_tensor(21, (4096,))))
+    check(GOLDEN, f"{name}.normal", FUNCTIONS[name].op(normal_tensor(22, (4096,), scale=4.0)))
+
+
+def test_golden_binary_and_gelu(backend):
+    backend("cpu")
+    x, y = bit_pattern_tensor(23, (4096,)), bit_pattern_tensor(24, (4096,))
+    check(GOLDEN, "pow.bits", softrep.pow(x, y))
+    check(GOLDEN, "hypot.bits", softrep.hypot(x, y))
+    a, b = normal_tensor(25, (4096,), scale=3.0).abs(), normal_tensor(26, (4096,), scale=3.0)
+    check(GOLDEN, "pow.normal", softrep.pow(a, b))
+    check(GOLDEN, "hypot.normal", softrep.hypot(a, b))
+    check(GOLDEN, "gelu.none", softrep.gelu(b))
+    check(GOLDEN, "gelu.tanh", softrep.gelu(b, approximate="tanh"))
+
+
+@pytest.mark.simulator
+def test_simulator_matches_cpu(monkeypatch):
+    """The CUDA kernels (simulator: the primitives' exact Python semantics) give
+    the CPU bits, on a tiny sample: special values, table entries, ordinary values."""
+    rng = np.random.Generator(np.random.PCG64(31))
+    base = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 0.3, -2.5, 7.0, 1e30, -4.5, 10.1], np.float32)
+    for name in UNARY:
+        xs = np.concatenate([base, table_inputs(name)[:2], (rng.standard_normal(4) * 3).astype(np.float32)])
+        t = torch.from_numpy(xs)
+        monkeypatch.setenv("SOFTREP_BACKEND", "cuda")
+        sim = FUNCTIONS[name].op(t)
+        monkeypatch.setenv("SOFTREP_BACKEND", "cpu")
+        cpu = FUNCTIONS[name].op(t)
+        assert torch.equal(sim.view(torch.int32), cpu.view(torch.int32)), name
+    xs = torch.tensor([2.0, -2.0, 4097.0, 0.5, 0.0, 3e38, 1.5], dtype=torch.float32)
+    ys = torch.tensor([0.5, 3.0, 2.0, -150.0, -1.0, 2.0, 2.5], dtype=torch.float32)
+    for op in (softrep.pow, softrep.hypot):
+        monkeypatch.setenv("SOFTREP_BACKEND", "cuda")
+        sim = op(xs, ys)
+        monkeypatch.setenv("SOFTREP_BACKEND", "cpu")
+        cpu = op(xs, ys)
+        assert torch.equal(sim.view(torch.int32), cpu.view(torch.int32)), op.__name__
