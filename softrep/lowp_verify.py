@@ -196,12 +196,16 @@ def main(argv=None):
             if args.exhaustive:
                 chunk = 1 << args.chunk_bits
                 offsets = np.arange(chunk, dtype=np.uint32)
-                for lo in tqdm(range(0, 1 << 32, chunk), desc=f"float32 -> {fmt}", unit="chunk"):
+                bar = tqdm(range(0, 1 << 32, chunk), desc=f"float32 -> {fmt}", unit="chunk")
+                for lo in bar:
                     bits = offsets + np.uint32(lo)
                     n, ex = check_conversion(bits, fmt)
                     mismatches += n
                     examples += list(ex)
                     checked += bits.size
+                    bar.set_postfix(checked=checked, mismatches=mismatches)
+                    if n:
+                        print(f"MISMATCH {fmt}: chunk {lo:#x}: {[hex(int(b)) for b in ex]}", file=sys.stderr, flush=True)
             else:
                 rng = np.random.Generator(np.random.PCG64(args.seed))
                 bits = np.concatenate([rng.integers(0, 1 << 32, size=args.samples, dtype=np.uint64).astype(np.uint32),
