@@ -18,7 +18,7 @@ Every function `<name>_f32` in softrep/math follows one scheme (CORE-MATH's):
    2^-24 apart relatively), i.e. a few thousand of the 2^32 inputs.
 
 3. **Accurate path in double-double** for those inputs: `exp_dd` and `log_dd`
-   below (relative error below 2^-94, argued there), and the functions derived
+   below (relative error below 2^-92, argued there), and the functions derived
    from them in each file, followed by `dd_to_f32`, which rounds hi + lo to
    float32 exactly (round-to-odd, see there).  The accurate path is only
    wrong if the exact value lies within ~2^-70 (relatively) of a float32
@@ -226,11 +226,12 @@ def round_to_int(z):
 def expm1_poly(r):
     """e^r - 1 for |r| <= 0.3466 (ln2/2), relative error < 2^-51.5.
 
-    Taylor to degree 13: the remainder is below r^14/14! < 2^-57.7 |r| / |r|... i.e.
-    < 2^-55 relative to e^r - 1 (which is >= 0.85 |r| on this range).  Horner
-    with fma: each of the 12 steps adds a relative error < 2^-53 to a term of size
-    <= 0.2 of the previous one, so the rounding errors sum to < 1.3 * 2^-53 of
-    r * (1 + r/2 + ...) ; the final product adds 2^-53.  Total < 2^-51.5.
+    Taylor to degree 13: the remainder is below |r|^14/14! < 2^-57.7 |r|, i.e.
+    < 2^-57 relative to e^r - 1 (which is >= 0.85 |r| on this range).  Horner
+    with fma: each of the 12 steps rounds once (2^-53 relative) a value whose
+    variable part is <= |r|/2 < 0.18 of it, so the errors of the inner steps
+    shrink geometrically and sum to < 1.3 * 2^-53 of 1 + r/2 + ...; the final
+    product adds 2^-53.  Total < 2^-51.5.
     """
     p = fma_rn(r, C13, C12)
     p = fma_rn(r, p, C11)
@@ -356,7 +357,7 @@ def log_core(x):
 @jitable
 def exp_dd(zh, zl):
     """e^(zh + zl) as a double-double, |zh| < 700 and the result normal,
-    relative error < 2^-94.
+    relative error < 2^-92.
 
     * k = round(zh/ln2); r = (zh + zl) - k (LN2_H + LN2_L) in double-double:
       k ln2 is formed with two_prod plus one fma (error < |k| 2^-106 * ln2 <= 2^-96
@@ -364,9 +365,8 @@ def exp_dd(zh, zl):
     * r' = r / 2^8 (exact), |r'| < 2^-9.5.  e^r' by Taylor to degree 9 in
       double-double Horner: remainder r'^10/10! < 2^-116; each dd step < 2^-101.
     * (e^r')^256 by eight dd squarings: a relative error d becomes 2d + 2^-102 at
-      each, so < 2^8 * 2^-101 = 2^-93.. in total < 2^-93; then the exact scaling
-      by 2^k.
-    The bound 2^-93 is what the accurate paths rely on; see _core's docstring.
+      each, so the 2^-101 of the polynomial (and the 2^-99.5 of the reduction)
+      grow to < 2^8 * 2^-100 = 2^-92.  Then the exact scaling by 2^k.
     """
     kd = round_to_int(zh)
     kh, kl = two_prod(kd, LN2_H)
@@ -404,8 +404,8 @@ def log_dd(xh, xl):
     One Newton step for f(y) = e^y - x from y0 = log_core(xh):
     y1 = y0 + (x - e^y0)/e^y0.  With d = y0 - log x (|d| < 2^-50 |log x|), the
     step leaves d^2/2 < 2^-101 |log x|^2 <= 2^-94 |log x| for |log x| <= 104,
-    and exp_dd's relative error 2^-93 becomes an absolute error 2^-93 in the
-    correction.  So the relative error is < 2^-92 / min(1, |log x|); the
+    and exp_dd's relative error 2^-92 becomes an absolute error 2^-92 in the
+    correction.  So the relative error is < 2^-91 / min(1, |log x|); the
     smallest |log x| of a float32 x != 1 is 2^-24, giving 2^-68.
     """
     y0 = log_core(xh)

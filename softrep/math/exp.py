@@ -6,7 +6,7 @@ The clamps below use 89 and -104, outside both thresholds; between them the
 double computation handles overflow and subnormal results itself.
 
 Fast path: `exp_core(x, 0)`, relative error < 2^-50.5 (argued in _core).
-Accurate path: `exp_dd(x, 0)`, relative error < 2^-93.
+Accurate path: `exp_dd(x, 0)`, relative error < 2^-92.
 """
 
 import numpy as np
@@ -47,7 +47,7 @@ INF64 = F64(np.inf)
 @jitable
 def exp_f64(x):
     """exp for float64, faithfully rounded (not proven correctly rounded): the
-    double-double exp_dd (relative error < 2^-93) rounded to its leading double
+    double-double exp_dd (relative error < 2^-92) rounded to its leading double
     (hi = RN(hi + lo) after the final fast_two_sum).  Deterministic on every
     backend, like everything built from the primitives.  Results below 2^-1022:
     e^(x + 512 ln2) 2^-512, the last product rounding once into the subnormals;

@@ -4,7 +4,7 @@
 x = -45.154... (2^-150); the clamps use 39 and -46.
 
 z = x ln10 as a double-double (two_prod exact, x LN10_L rounded once: 2^-105
-relative).  Fast path exp_core(z) (2^-50.5), accurate path exp_dd(z) (2^-93).
+relative).  Fast path exp_core(z) (2^-50.5), accurate path exp_dd(z) (2^-92).
 Exact cases: 10^n for n = 0..10 is a float32; the fast path is within 2^-50 of
 it, far from any rounding boundary.  10^n for n = 11..38 is an odd multiple of
 5^n with 26 to 89 significant bits: not a float32 midpoint, and at least

@@ -6,7 +6,7 @@ clamps use 128 and -151; -151 < x <= -150 is computed and rounds to 0.
 
 z = x ln2 as a double-double: two_prod(x, LN2_H) is exact and x LN2_L adds one
 rounding of relative size 2^-53 * 2^-53, so z is x ln2 to 2^-105 relative.
-Fast path exp_core(z) (2^-50.5); accurate path exp_dd(z) (2^-93).
+Fast path exp_core(z) (2^-50.5); accurate path exp_dd(z) (2^-92).
 Integer x gives exactly 2^x on the fast path (the reduced argument is ~2^-100
 and e^r rounds to 1), which passes the rounding test.
 """

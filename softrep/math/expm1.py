@@ -10,7 +10,7 @@ Accurate path: exp_dd(x) - 1 in double-double.  It only runs where the fast
 path cannot decide, which never happens for |x| < 2^-25: there e^x - 1 =
 x (1 + x/2 + ...) is within 2^-26 |x| of the float32 x, while rounding
 boundaries are at least 2^-25 |x| away from it.  For |x| >= 2^-25 the absolute
-error 2^-93 e^x becomes a relative error < 2^-67.
+error 2^-92 e^x becomes a relative error < 2^-67.
 """
 
 import numpy as np

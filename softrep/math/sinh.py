@@ -9,7 +9,7 @@ rounding errors < 2^-51 of itself; the last fma rounds once): < 2^-52.
 |x| >= 1: (E - 1/E)/2 with E = exp_core(|x|) (2^-50.5); 1/E rounds once;
 E - 1/E >= 0.76 (E + 1/E), so errors grow at most 1.31x: < 2^-49.5.
 Accurate path: (E - 1/E)/2 in double-double with E = exp_dd(|x|): the absolute
-error 2^-93 E turns into a relative one < 2^-93 E/sinh|x| <= 2^-67 for
+error 2^-92 E turns into a relative one < 2^-92 E/sinh|x| <= 2^-67 for
 |x| >= 2^-25; below 2^-25 the fast path always decides (sinh x is within
 2^-51 |x| of the float32 x, rounding boundaries are 2^-25 |x| away).
 """

@@ -6,7 +6,7 @@ tanh is odd: computed on |x| (tanh(+-0) = +-0).  For |x| > 9.01, 1 - tanh|x| <
 Fast path: tanh a = em / (em + 2) with em = expm1_core(2a) (2^-50, 2a exact);
 em >= 0, so em + 2 and the division add one rounding each: < 2^-49.5.
 Accurate path: em = exp_dd(2a) - 1 and em / (em + 2) in double-double; the
-absolute error 2^-93 e^(2a) of em is < 2^-67 relatively for a >= 2^-25, and
+absolute error 2^-92 e^(2a) of em is < 2^-67 relatively for a >= 2^-25, and
 below 2^-25 the fast path always decides (tanh a is within 2^-49 a of the
 float32 a, rounding boundaries are 2^-25 a away).
 """
@@ -53,7 +53,7 @@ ZERO64 = F64(0.0)
 def tanh_f64(x):
     """tanh for float64, faithfully rounded (not proven correctly rounded).
     |x| < 2^-30: fma(-x^2, x/3, x); else em/(em + 2) in double-double with
-    em = exp_dd(2|x|) - 1 (absolute error 2^-93 e^(2|x|), relative < 2^-60 for
+    em = exp_dd(2|x|) - 1 (absolute error 2^-92 e^(2|x|), relative < 2^-60 for
     |x| >= 2^-30), rounded to its leading double."""
     if x != x:
         return x
