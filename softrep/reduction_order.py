@@ -44,8 +44,8 @@ All additions are `add_rn`; nothing here depends on threads or layout.
 import numpy as np
 from numba.core import types as _types
 
-from ._jit import by_type
-from .rounding import ZERO32, ZERO64, add_rn, jitable
+from ._jit import bitcast, by_type
+from .rounding import ZERO32, ZERO64, add_rn, jitable, mul_rn, sub_rn
 
 BLOCK = 128  # terms per block partial
 STACK = 64  # stack entries for tree_push / stream_add (63 levels + the open block)
@@ -178,8 +178,6 @@ _MAG64 = np.uint64(0x7FFFFFFFFFFFFFFF)
 _SIGN32 = np.uint32(0x80000000)
 _SIGN64 = np.uint64(0x8000000000000000)
 
-from ._jit import bitcast  # noqa: E402
-
 
 @jitable
 def _key32(x, largest):
@@ -223,8 +221,6 @@ by_type(order_key, {_types.float32: _key32, _types.float64: _key64})
 # the per-output value c.  `sum` adds the elements themselves; `var` adds the
 # squared deviations from the row's mean, d = x - mean rounded, then d * d
 # rounded (two roundings per term, as docs/order.md says).
-
-from .rounding import mul_rn, sub_rn  # noqa: E402
 
 
 @jitable
