@@ -121,21 +121,30 @@ def is_nan(x):
     return x != x
 
 
+# Canonicalisation works on the bits: LLVM treats all NaNs as interchangeable
+# and may fold a float `select(isnan(x), NAN, x)` into plain `x`, keeping the
+# hardware's payload (x86 produces 0xFFC00000 for sqrt(-1)).
+_CANON32, _ABS_BITS32, _INF_BITS32 = np.uint32(0x7FC00000), np.uint32(0x7FFFFFFF), np.uint32(0x7F800000)
+_CANON64 = np.uint64(0x7FF8000000000000)
+_ABS_BITS64, _INF_BITS64 = np.uint64(0x7FFFFFFFFFFFFFFF), np.uint64(0x7FF0000000000000)
+
+
 @jitable
 def canonical32(x):
     """x, with any NaN replaced by the canonical quiet NaN 0x7FC00000."""
-    if x != x:
-        return NAN32
+    u = bitcast(x)
+    if np.uint32(u & _ABS_BITS32) > _INF_BITS32:
+        return bitcast(_CANON32)
     return x
 
 
 @jitable
 def canonical64(x):
     """x, with any NaN replaced by the canonical quiet NaN 0x7FF8000000000000."""
-    if x != x:
-        return NAN64
+    u = bitcast(x)
+    if np.uint64(u & _ABS_BITS64) > _INF_BITS64:
+        return bitcast(_CANON64)
     return x
-
 
 
 def canonical(x):
