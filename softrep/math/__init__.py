@@ -79,6 +79,9 @@ def _public_op(fn):
         if len(args) != len(arg_names):
             raise TypeError(f"softrep.{fn.name}() takes {len(arg_names)} argument(s) "
                             f"({', '.join(arg_names)}), got {len(args)}")
+        if fn.arity == 1 and not isinstance(args[0], torch.Tensor):
+            raise TypeError(f"softrep.{fn.name}: argument '{arg_names[0]}' must be a torch.Tensor, "
+                            f"got {type(args[0]).__name__}")
         tensors = tensor_operands(fn.name, **dict(zip(arg_names, args)))
         if tensors[0].dtype == torch.float64 and fn.f64 is None:
             raise TypeError(f"softrep.{fn.name}: float64 is not supported yet for this function "
