@@ -36,3 +36,9 @@ from .products import addmm, bmm, dot, linear, matmul, mm  # noqa: E402
 from .conv import conv1d, conv2d  # noqa: E402
 
 __all__ += ["addmm", "bmm", "dot", "linear", "matmul", "mm", "conv1d", "conv2d"]
+
+from .fingerprint import fingerprint  # noqa: E402
+from .random_ops import bernoulli, rand, randint, randn, randperm  # noqa: E402
+from . import optim, nn  # noqa: E402,F401
+
+__all__ += ["fingerprint", "bernoulli", "rand", "randint", "randn", "randperm"]

@@ -1,0 +1,63 @@
+"""CUDA launchers of the random draws: grid-stride loops over the output elements."""
+
+from numba import cuda
+
+from .._jit import SIMULATOR
+from ..random_ops import key_offset, rand_f32_element, rand_f64_element, randn_f32_element
+from .launch import _grid
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _rand_f32_kernel(out, key_lo, key_hi, off_lo, off_hi, shift, scale):
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, out.size, step):
+        out[i] = rand_f32_element(key, offset, i, shift, scale)
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _rand_f64_kernel(out, key_lo, key_hi, off_lo, off_hi):
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, out.size, step):
+        out[i] = rand_f64_element(key, offset, i)
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _randn_f32_kernel(out, key_lo, key_hi, off_lo, off_hi):
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, out.size, step):
+        out[i] = randn_f32_element(key, offset, i)
+
+
+def rand_f32(stream, out, key_lo, key_hi, off_lo, off_hi, shift, scale):
+    blocks, threads = _grid(out.size)
+    _rand_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi, shift, scale)
+
+
+def rand_f64(stream, out, key_lo, key_hi, off_lo, off_hi):
+    blocks, threads = _grid(out.size)
+    _rand_f64_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi)
+
+
+def randn_f32(stream, out, key_lo, key_hi, off_lo, off_hi):
+    blocks, threads = _grid(out.size)
+    _randn_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi)
+
+
+def _register_audit():
+    from numba.core import types
+
+    from . import audit
+
+    i64 = (types.int64,) * 4
+    audit.register("random_ops.rand_f32", lambda: (
+        _rand_f32_kernel.py_func, (types.Array(types.float32, 1, "C"),) + i64 + (types.int64, types.float32)))
+    audit.register("random_ops.rand_f64", lambda: (
+        _rand_f64_kernel.py_func, (types.Array(types.float64, 1, "C"),) + i64))
+    audit.register("random_ops.randn_f32", lambda: (
+        _randn_f32_kernel.py_func, (types.Array(types.float32, 1, "C"),) + i64))
+
+
+_register_audit()

@@ -1,0 +1,3 @@
+"""softrep.nn: reproducible layers (init so far)."""
+
+from . import init  # noqa: F401

@@ -1,0 +1,1 @@
+"""softrep.nn.init"""

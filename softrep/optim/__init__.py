@@ -1,0 +1,4 @@
+"""softrep.optim"""
+
+class Optimizer:
+    pass
