@@ -9,9 +9,11 @@ where xpad is the input zero-padded: a padding position contributes
 fma(0, w, acc) like any other term.
 
 This is the matrix product W_g (Cout/G, Cin/G*KH*KW) @ cols_g (Cin/G*KH*KW, N*OH*OW)
-in the k order of `softrep.products`, so the kernel is the batched product
-(batch = groups): `cols` is the im2col copy of xpad (torch `unfold`, which
-only moves values, so the bits are those of the implicit-GEMM definition).
+in the k order of `softrep.products` (cols = im2col of xpad), computed as an
+implicit GEMM: the CPU writes xpad straight into the product kernel's packed
+panels (softrep/cpu/conv.py), the CUDA kernel reads xpad directly
+(softrep/cuda/conv.py).  grad_weight uses an explicit im2col (torch `unfold`,
+which only moves values) and the batched product.
 
 Backward (all products of `softrep.products`, same k order):
 * grad_input: the stride-1 convolution, dilation (dh, dw), of gz -- the output
@@ -31,6 +33,9 @@ import numbers
 import torch
 import torch.nn.functional as F
 
+from . import backend
+from .cpu import conv as cpu_conv
+from .cuda import conv as cuda_conv
 from .products import _bmm, _check, _sum_to_shape
 
 
@@ -62,38 +67,51 @@ def _padding(fn, padding, dims, kernel, dilation, stride):
     return tuple((p, p) for p in _pair(fn, "padding", padding, dims, 0))
 
 
+def _out_size(size, k, stride, dilation):
+    return (size - dilation * (k - 1) - 1) // stride + 1
+
+
 def _conv2d_core(xpad, w, bias, stride, dilation, groups):
-    """Forward of an unpadded 2-D convolution (no autograd); returns (out, cols)."""
+    """Forward of an unpadded 2-D convolution (no autograd): the implicit GEMM
+    W_g @ im2col(xpad) per group (softrep/cpu/conv.py, softrep/cuda/conv.py)."""
     n, c_in, hp, wp = xpad.shape
     c_out, c_g, kh, kw = w.shape
-    oh = (hp - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (wp - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-    length = oh * ow
-    kk = c_g * kh * kw
-    if xpad.numel() == 0 or length == 0:
-        cols = xpad.new_zeros((groups, kk, n * length))
-    else:
-        cols = F.unfold(xpad, (kh, kw), dilation=dilation, stride=stride)  # (N, C*KH*KW, L), (c, kh, kw) order
-        cols = cols.view(n, groups, kk, length).permute(1, 2, 0, 3).reshape(groups, kk, n * length)
-    w_g = w.reshape(groups, c_out // groups, kk)
-    addend = None if bias is None else bias.reshape(groups, c_out // groups, 1)
-    out = _bmm(w_g, cols, addend)  # (G, Cout/G, N*L)
-    out = out.view(groups, c_out // groups, n, oh, ow).permute(2, 0, 1, 3, 4).reshape(n, c_out, oh, ow)
-    return out, cols
+    oh, ow = _out_size(hp, kh, stride[0], dilation[0]), _out_size(wp, kw, stride[1], dilation[1])
+    co_g = c_out // groups
+    out = xpad.new_empty((groups, co_g, n * oh * ow))
+    if out.numel():
+        w_g = w.detach().reshape(groups, co_g, c_g * kh * kw).contiguous()
+        bias_rows = (bias.detach().reshape(groups, co_g) if bias is not None
+                     else xpad.new_zeros((groups, co_g))).contiguous()  # placeholder, never read without a bias
+        backend.execute(cpu_conv.conv2d, cuda_conv.conv2d, [out], [w_g, xpad.detach().contiguous(), bias_rows],
+                        bias is not None, stride[0], stride[1], dilation[0], dilation[1], kh, kw)
+    return out.view(groups, co_g, n, oh, ow).permute(2, 0, 1, 3, 4).reshape(n, c_out, oh, ow)
+
+
+def _im2col(xpad, kernel, stride, dilation, groups):
+    """cols_g (G, Cin/G*KH*KW, N*OH*OW): the values of xpad each output reads, (c, kh, kw) x (n, oh, ow)."""
+    n, c_in, hp, wp = xpad.shape
+    kh, kw = kernel
+    oh, ow = _out_size(hp, kh, stride[0], dilation[0]), _out_size(wp, kw, stride[1], dilation[1])
+    kk = c_in // groups * kh * kw
+    if xpad.numel() == 0 or oh * ow == 0:
+        return xpad.new_zeros((groups, kk, n * oh * ow))
+    cols = F.unfold(xpad, (kh, kw), dilation=dilation, stride=stride)  # (N, C*KH*KW, L), moves values only
+    return cols.view(n, groups, kk, oh * ow).permute(1, 2, 0, 3).reshape(groups, kk, n * oh * ow)
 
 
 class _Conv2d(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, bias, stride, pads, dilation, groups):
         xpad = F.pad(x.detach(), (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
-        out, cols = _conv2d_core(xpad, w.detach(), None if bias is None else bias.detach(), stride, dilation, groups)
-        ctx.save_for_backward(w, cols)
+        out = _conv2d_core(xpad, w.detach(), None if bias is None else bias.detach(), stride, dilation, groups)
+        ctx.save_for_backward(w, xpad)
         ctx.conf = (x.shape, xpad.shape, stride, pads, dilation, groups, bias is not None)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        w, cols = ctx.saved_tensors
+        w, xpad = ctx.saved_tensors
         x_shape, xpad_shape, stride, pads, dilation, groups, has_bias = ctx.conf
         g = g.contiguous()
         n, c_out, oh, ow = g.shape
@@ -106,11 +124,12 @@ class _Conv2d(torch.autograd.Function):
             gz[:, :, zh:zh + (oh - 1) * stride[0] + 1:stride[0], zw:zw + (ow - 1) * stride[1] + 1:stride[1]] = g
             w_t = (w.detach().flip(2, 3).reshape(groups, c_out // groups, c_g, kh, kw)
                    .transpose(1, 2).reshape(groups * c_g, c_out // groups, kh, kw))
-            gxpad, _ = _conv2d_core(gz, w_t, None, (1, 1), dilation, groups)
+            gxpad = _conv2d_core(gz, w_t, None, (1, 1), dilation, groups)
             gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]].contiguous()
         if ctx.needs_input_grad[1]:
             g_g = g.view(n, groups, c_out // groups, oh * ow).permute(1, 2, 0, 3).reshape(
                 groups, c_out // groups, n * oh * ow)
+            cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
             gw = _bmm(g_g, cols.transpose(1, 2)).reshape(w.shape)
         if has_bias and ctx.needs_input_grad[2]:
             gb = _sum_to_shape(g, (1, c_out, 1, 1)).reshape(c_out)  # softrep.sum over (n, oh, ow)

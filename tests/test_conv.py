@@ -329,3 +329,13 @@ def test_golden_file_covers_every_op():
     for key in ("conv2d", "conv2d_grad_input", "conv2d_grad_weight", "conv2d_grad_bias", "conv1d"):
         for dt in ("float32", "float64"):
             assert f"{key}.{dt}" in keys
+
+
+def test_ptx_audit_conv_kernel():
+    from softrep.cuda import audit
+
+    names = [n for n in audit.registered() if n.startswith("conv.")]
+    assert sorted(names) == ["conv.forward.float32", "conv.forward.float64"]
+    count, findings = audit.audit(names=names)
+    assert count == 2 * len(audit.CCS)
+    assert not findings, "\n".join(map(str, findings))

@@ -41,18 +41,23 @@ def _pack_a(ap, a, mr):
         for k in range(k_count):
             for r in range(rows):
                 ap[b, ip, k, r] = a[b, ip * mr + r, k]
+            for r in range(rows, mr):
+                ap[b, ip, k, r] = 0
 
 
 @njit(parallel=True, cache=True)
 def _pack_b(bp, bm, nr):
+    # one task per row of b: reads are contiguous, each panel gets NR values
     nb, k_count, n = bm.shape
     npan = bp.shape[1]
-    for t in prange(nb * npan):
-        b, jp = t // npan, t % npan
-        cols = min(nr, n - jp * nr)
-        for k in range(k_count):
+    for t in prange(nb * k_count):
+        b, k = t // k_count, t % k_count
+        for jp in range(npan):
+            cols = min(nr, n - jp * nr)
             for j in range(cols):
                 bp[b, jp, k, j] = bm[b, k, jp * nr + j]
+            for j in range(cols, nr):
+                bp[b, jp, k, j] = 0
 
 
 def _make_blocks(micro, mr, nr):
@@ -103,6 +108,15 @@ def _finish_add(out, cpad, addend):
             out[b, i, j] = canonical(add_rn(cpad[b, i, j], addend[b, i, j]))
 
 
+@njit(parallel=True, cache=True)
+def _finish_bias_rows(out, cpad, bias):
+    nb, m, n = out.shape
+    for t in prange(nb * m):
+        b, i = t // m, t % m
+        for j in range(n):
+            out[b, i, j] = canonical(add_rn(cpad[b, i, j], bias[b, i]))
+
+
 @contextlib.contextmanager
 def _slp_vectorize():
     """Compile with LLVM's SLP vectorizer, which Numba leaves off by default.
@@ -125,30 +139,44 @@ def _ceil_to(x, step):
     return (x + step - 1) // step * step
 
 
-def bmm(out, a, b, addend=None):
-    """out (B, M, N) = a (B, M, K) @ b (B, K, N) [+ addend (B, M, N)], C-contiguous arrays."""
+def packed_b(nb, k_count, n, dtype):
+    """An uninitialised packed-b buffer for `product_packed`: (nb, ceil(n/NR), K, NR)."""
+    nr = NR[np.dtype(dtype)]
+    return np.empty((nb, _ceil_to(n, nr) // nr, k_count, nr), dtype)
+
+
+def product_packed(out, a, bp, addend=None, bias_rows=None):
+    """out (B, M, N) = a (B, M, K) @ b [+ addend (B, M, N) | + bias_rows (B, M) per row],
+    with b already packed into `bp` (see `packed_b`; padding columns must be finite)."""
     nb, m, k_count = a.shape
-    n = b.shape[2]
+    n = out.shape[2]
     if out.size == 0:
         return
     dtype = a.dtype
     nr = NR[dtype]
-    mpad, npad = _ceil_to(m, MR), _ceil_to(n, nr)
-    ap = np.zeros((nb, mpad // MR, k_count, MR), dtype)
-    bp = np.zeros((nb, npad // nr, k_count, nr), dtype)
+    mpad, npad = _ceil_to(m, MR), bp.shape[1] * nr
+    ap = np.empty((nb, mpad // MR, k_count, MR), dtype)
     if k_count:
         _pack_a(ap, a, MR)
-        _pack_b(bp, b, nr)
     cpad = np.empty((nb, mpad, npad), dtype)
     blocks = _blocks_f32 if dtype == np.float32 else _blocks_f64
     with _slp_vectorize():
         blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
                _MC_PANELS, _NC_PANELS)
-    if addend is None:
-        _finish(out, cpad)
-    else:
+    if addend is not None:
         _finish_add(out, cpad, addend)
+    elif bias_rows is not None:
+        _finish_bias_rows(out, cpad, bias_rows)
+    else:
+        _finish(out, cpad)
 
 
-def bmm_add(out, a, b, addend):
-    bmm(out, a, b, addend)
+def bmm(out, a, b, addend=None):
+    """out (B, M, N) = a (B, M, K) @ b (B, K, N) [+ addend (B, M, N)], C-contiguous arrays."""
+    nb, k_count, n = b.shape
+    if out.size == 0:
+        return
+    bp = packed_b(nb, k_count, n, b.dtype)
+    if k_count:
+        _pack_b(bp, b, bp.shape[3])
+    product_packed(out, a, bp, addend)
