@@ -30,7 +30,7 @@ operations:
 
 The result (kind, k, q) is then written as a float32 or float64 bit pattern
 (`from_parts`).  Because the target grid is a subset of the output type's
-grid (checked by `Format.check_fits`), that last step is exact.
+grid (checked by `Format.fits`), that last step is exact.
 
 Callers supply the exact value: a float (`round_value`, sticky = 0), or the
 float64 round-to-nearest result of an operation plus the sign of its error
@@ -430,7 +430,7 @@ def round_with_residual(like, rn, rd, ru, spec, word):
     is the lower neighbour.  The exact value then lies within half a float64
     ulp of rn, on the side d, which no point of the target grid and no midpoint
     between two of its points separates from rn when the format has at most 51
-    bits and its smallest quantum is at least 2**-1072 (`Format.check_ops`):
+    bits and its smallest quantum is at least 2**-1072 (`lowp.operation_spec`):
     rounding (rn, d) with the sticky bit is rounding the exact value once.
     """
     prec, emin, emax, max_sig, has_inf, subnormals, saturate, mode, native = spec
