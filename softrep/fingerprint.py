@@ -42,27 +42,20 @@ def _leaves(prefix, obj, out):
             _leaves(f"{prefix}.{index}" if prefix else str(index), value, out)
     elif obj is None or isinstance(obj, (bool, int, float, str)):
         out.append((prefix, obj))
+    elif isinstance(obj, (torch.nn.Module, torch.optim.Optimizer)):
+        _leaves(prefix, obj.state_dict(), out)  # a module or optimizer inside a list or mapping
     else:
         raise TypeError(f"softrep.fingerprint: cannot hash a value of type {type(obj).__name__} at '{prefix}'")
 
 
-def _as_state(obj):
-    if isinstance(obj, torch.nn.Module):
-        return obj.state_dict(keep_vars=False)
-    if isinstance(obj, torch.optim.Optimizer) or _is_softrep_optimizer(obj):
-        return obj.state_dict()
-    if isinstance(obj, (torch.Tensor, Mapping, list, tuple)):
-        return obj
-    raise TypeError(
-        "softrep.fingerprint: argument 'obj' must be a tensor, an nn.Module, a state_dict "
-        f"(mapping of names to tensors) or an optimizer, got {type(obj).__name__}"
-    )
-
-
-def _is_softrep_optimizer(obj):
-    from .optim import Optimizer
-
-    return isinstance(obj, Optimizer)
+def _check(obj):
+    # softrep.optim optimizers subclass torch.optim.Optimizer.
+    if not isinstance(obj, (torch.Tensor, torch.nn.Module, torch.optim.Optimizer, Mapping, list, tuple)):
+        raise TypeError(
+            "softrep.fingerprint: argument 'obj' must be a tensor, an nn.Module, a state_dict "
+            f"(mapping of names to tensors) or an optimizer, got {type(obj).__name__}"
+        )
+    return obj
 
 
 def fingerprint(obj):
@@ -71,7 +64,7 @@ def fingerprint(obj):
     tensors; nested mappings and lists allowed) or an optimizer (its
     state_dict).  Equal for a module and its state_dict."""
     leaves = []
-    _leaves("", _as_state(obj), leaves)
+    _leaves("", _check(obj), leaves)
     h = hashlib.sha256()
     h.update(HEADER)
     for name, value in leaves:

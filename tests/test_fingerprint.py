@@ -62,6 +62,8 @@ def test_optimizer_and_nested():
     assert softrep.fingerprint(opt) == softrep.fingerprint(opt.state_dict())
     opt.step()
     assert softrep.fingerprint(opt) != softrep.fingerprint({"x": [1, 2]})
+    lin = torch.nn.Linear(2, 1)
+    assert softrep.fingerprint([lin, opt]) == softrep.fingerprint([lin.state_dict(), opt.state_dict()])
 
 
 def test_bad_input():
