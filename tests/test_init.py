@@ -105,3 +105,16 @@ def test_bad_arguments():
         init.trunc_normal_(torch.empty(3), a=1.0, b=0.0)
     with pytest.raises(ValueError, match="nonlinearity"):
         init.kaiming_uniform_(torch.empty(3, 3), nonlinearity="bogus")
+
+
+@pytest.mark.simulator
+def test_simulator_matches_cpu(backend):
+    def draws():
+        t = torch.empty(3, 2)
+        return [init.kaiming_uniform_(t.clone(), generator=softrep.Generator(6)),
+                init.trunc_normal_(t.clone(), generator=softrep.Generator(6))]
+
+    sim = draws()
+    backend("cpu")
+    for s, c in zip(sim, draws()):
+        assert s.numpy().tobytes() == c.numpy().tobytes()

@@ -201,3 +201,21 @@ def test_bad_arguments():
         softrep.optim.Adam(p, foreach=True)
     with pytest.raises(TypeError, match="'eps'"):
         softrep.optim.Adam(p, eps="x")
+
+
+def _tiny_training(make):
+    p = torch.nn.Parameter(normal_tensor(1, (3,)))
+    opt = make([p])
+    for k in range(2):
+        p.grad = normal_tensor(10 + k, (3,))
+        opt.step()
+    return softrep.fingerprint([p.detach(), opt])
+
+
+@pytest.mark.simulator
+def test_simulator_matches_cpu(backend):
+    makes = (lambda ps: softrep.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1),
+             lambda ps: softrep.optim.AdamW(ps, lr=1e-2))
+    sim = [_tiny_training(m) for m in makes]
+    backend("cpu")
+    assert sim == [_tiny_training(m) for m in makes]
