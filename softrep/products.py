@@ -159,8 +159,24 @@ class _BroadcastBMM(torch.autograd.Function):
 # --------------------------------------------------------------------------- public ops
 
 
-def mm(input, mat2):
-    """input (M, K) @ mat2 (K, N), each element one fma chain in k order (like torch.mm)."""
+def _emulated(input_format, accumulate_format, rounding, generator):
+    """True when the low-precision keywords ask for softrep.lowp's emulation."""
+    return input_format is not None or accumulate_format is not None or rounding != "nearest" \
+        or generator is not None
+
+
+def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="nearest", generator=None):
+    """input (M, K) @ mat2 (K, N), each element one fma chain in k order (like torch.mm).
+
+    With `input_format`, `accumulate_format` or a `rounding` other than
+    "nearest", the same order runs emulated in low precision (softrep.lowp.mm):
+    each step an exact fma rounded once to the accumulate format.
+    """
+    if _emulated(input_format, accumulate_format, rounding, generator):
+        from . import lowp
+
+        return lowp.mm(input, mat2, input_format=input_format, accumulate_format=accumulate_format,
+                       rounding=rounding, generator=generator)
     _check("mm", input=input, mat2=mat2)
     _check_rank("mm", "input", input, (2,))
     _check_rank("mm", "mat2", mat2, (2,))
@@ -223,13 +239,21 @@ def matmul(input, other):
     return out
 
 
-def linear(input, weight, bias=None):
+def linear(input, weight, bias=None, *, input_format=None, accumulate_format=None, rounding="nearest",
+           generator=None):
     """input @ weight^T + bias (like torch.nn.functional.linear); bias added once with add_rn.
+
+    The low-precision keywords route to softrep.lowp.linear, as in `mm`.
 
     The leading dimensions of `input` are folded into rows, so grad_weight
     = g^T @ input is one fma chain over all rows in row-major order, and
     grad_bias is softrep.sum of g over the rows (the documented sum order).
     """
+    if _emulated(input_format, accumulate_format, rounding, generator):
+        from . import lowp
+
+        return lowp.linear(input, weight, bias, input_format=input_format, accumulate_format=accumulate_format,
+                           rounding=rounding, generator=generator)
     operands = {"input": input, "weight": weight}
     if bias is not None:
         operands["bias"] = bias

@@ -334,3 +334,19 @@ def test_simulator_matches_cpu(backend):
         assert torch.equal(got.view(torch.int32), ref.view(torch.int32)), m
     assert torch.equal(sim64.view(torch.int64),
                        lowp.apply_elementwise("mul", x64, softrep.Format(30, 500, -500), "odd").view(torch.int64))
+
+
+def test_softrep_mm_and_linear_route_low_precision_keywords():
+    """softrep.mm / softrep.linear with the low-precision keywords are softrep.lowp's emulation."""
+    import softrep
+    from softrep import lowp
+
+    a = torch.randn(5, 7)
+    b = torch.randn(7, 3)
+    for kw in ({"input_format": "bfloat16"}, {"accumulate_format": "float16"},
+               {"rounding": "down"}, {"input_format": "bfloat16", "accumulate_format": "bfloat16", "rounding": "zero"}):
+        assert torch.equal(softrep.mm(a, b, **kw), lowp.mm(a, b, **kw)), kw
+        bias = torch.randn(3)
+        assert torch.equal(softrep.linear(a, b.t(), bias, **kw), lowp.linear(a, b.t(), bias, **kw)), kw
+    # without the keywords: the plain float32 product, whose bits differ from a bf16 emulation
+    assert not torch.equal(softrep.mm(a, b), softrep.mm(a, b, input_format="bfloat16"))
