@@ -65,7 +65,21 @@ def register(name, build):
     _REGISTRY[name] = build
 
 
+def _import_all():
+    """Import every softrep module, so that every kernel has registered itself
+    (some launchers are imported lazily by the ops that use them)."""
+    import importlib
+    import pkgutil
+
+    import softrep
+
+    for info in pkgutil.walk_packages(softrep.__path__, "softrep."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+
+
 def registered():
+    _import_all()
     return dict(_REGISTRY)
 
 
@@ -133,7 +147,7 @@ def check_ptx(name, cc, ptx):
 
 def audit(names=None, ccs=CCS, progress=None):
     """Audit registered kernels; returns (number of compilations, findings)."""
-    names = sorted(_REGISTRY) if names is None else list(names)
+    names = sorted(registered()) if names is None else list(names)
     findings, count = [], 0
     for name in names:
         py_func, argtypes = _REGISTRY[name]()
