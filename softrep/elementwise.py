@@ -38,7 +38,9 @@ def _apply(fn, scalar_kernel, names, tensors):
 
 
 def _sum_to_shape(grad, shape):
-    if grad is None or grad.shape == shape:
+    """grad summed over its broadcast dimensions back to `shape` (None: keep),
+    in the documented sum order (`softrep.reduction.sum_to_shape`)."""
+    if grad is None or shape is None or grad.shape == torch.Size(shape):
         return grad
     from .reduction import sum_to_shape
 

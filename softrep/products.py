@@ -17,6 +17,7 @@ from . import backend
 from .cpu import linalg as cpu_linalg
 from .cuda import linalg as cuda_linalg
 from ._validate import FLOAT_DTYPES
+from .elementwise import _sum_to_shape
 
 
 # --------------------------------------------------------------------------- checks
@@ -80,16 +81,6 @@ def _bmm(a, b, addend=None):
 
 def _mm(a, b, addend=None):
     return _bmm(a.unsqueeze(0), b.unsqueeze(0), None if addend is None else addend.unsqueeze(0))[0]
-
-
-def _sum_to_shape(g, shape):
-    """g summed over its broadcast dimensions back to `shape`, with softrep's
-    documented sum (docs/order.md, "sum"; `softrep.reduction.sum_to_shape`)."""
-    if shape is None or g.shape == torch.Size(shape):
-        return g
-    from .reduction import sum_to_shape
-
-    return sum_to_shape(g, shape)
 
 
 # --------------------------------------------------------------------------- autograd
