@@ -5,6 +5,10 @@ Commands:
   audit-ptx      compile every CUDA kernel to PTX (no GPU needed) and audit it
   verify         check a math function against an independent reference
   verify-formats check low-precision conversions and bfloat16 arithmetic
+  demo           train a small CNN on the scikit-learn digits; check the published fingerprints
+  audit          run a script under the op audit and print which ops are reproducible
+  record         run a script and record every random value it draws
+  replay         run a script, serving back the random values of a recording
 """
 
 import argparse
@@ -69,13 +73,18 @@ def main(argv=None):
     p = sub.add_parser("audit-ptx", help="audit the PTX of every CUDA kernel")
     p.add_argument("--filter", help="only kernels whose name contains this")
     p.set_defaults(func=_audit_ptx)
-    for name, module, text in (
-        ("verify", "softrep.verify", "verify a correctly rounded math function"),
-        ("verify-formats", "softrep.lowp_verify", "verify low-precision conversions and arithmetic"),
+    # Each delegated command parses its own arguments: main(argv) -> exit code.
+    for name, module, attr, text in (
+        ("verify", "softrep.verify", "main", "verify a correctly rounded math function"),
+        ("verify-formats", "softrep.lowp_verify", "main", "verify low-precision conversions and arithmetic"),
+        ("demo", "softrep.demo", "main", "train a CNN on the digits data; check the reference fingerprints"),
+        ("audit", "softrep.dispatch.cli", "main", "run a script under the op audit"),
+        ("record", "softrep.recording.cli", "record_main", "run a script, recording its randomness"),
+        ("replay", "softrep.recording.cli", "replay_main", "run a script, replaying recorded randomness"),
     ):
         p = sub.add_parser(name, help=text, add_help=False)
         p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_delegate(module))
+        p.set_defaults(func=_delegate(module, attr))
     args = parser.parse_args(argv)
     return args.func(args) or 0
 
