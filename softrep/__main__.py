@@ -1,3 +1,4 @@
+# softrep: no kernels
 """Command line: `python -m softrep <command>`.
 
 Commands:

@@ -14,6 +14,12 @@ tree, so changing any algorithm (a primitive, a helper called from a kernel)
 invalidates every cached kernel.  Numba's default locator only looks at the
 modification time of the file that defines the kernel, and would happily reuse
 a kernel compiled against an older rounding primitive.
+
+A module that holds no kernel code at all (it only composes softrep ops on
+torch tensors: layers, losses, optimizers, tooling) can opt out of the hash by
+carrying the line `# softrep: no kernels` among its first five lines, so that
+editing it does not recompile every kernel.  Only modules that neither define
+nor import anything a kernel calls may carry it.
 """
 
 import hashlib
@@ -138,6 +144,13 @@ if not SIMULATOR:
 # --------------------------------------------------------------------------- cache
 
 
+NO_KERNELS_MARKER = b"# softrep: no kernels"
+
+
+def _holds_no_kernels(source):
+    return any(line.strip() == NO_KERNELS_MARKER for line in source.splitlines()[:5])
+
+
 def _source_tree_hash():
     h = hashlib.sha256()
     for root, dirs, files in os.walk(_PKG_DIR):
@@ -145,9 +158,12 @@ def _source_tree_hash():
         for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(root, name)
-                h.update(os.path.relpath(path, _PKG_DIR).encode())
                 with open(path, "rb") as f:
-                    h.update(hashlib.sha256(f.read()).digest())
+                    source = f.read()
+                if _holds_no_kernels(source):
+                    continue
+                h.update(os.path.relpath(path, _PKG_DIR).encode())
+                h.update(hashlib.sha256(source).digest())
     h.update(numba.__version__.encode())
     return h.hexdigest()[:16]
 

@@ -1,3 +1,4 @@
+# softrep: no kernels
 """Deep-learning functions built from the correctly rounded math library.
 
 softmax, log_softmax, logsumexp, silu, softplus and mish, with torch's

@@ -1,3 +1,4 @@
+# softrep: no kernels
 """`softrep.fingerprint(obj)`: a SHA-256 over names, dtypes, shapes and bytes.
 
 The exact byte layout is specified in docs/training.md ("Fingerprint") so that

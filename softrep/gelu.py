@@ -1,3 +1,4 @@
+# softrep: no kernels
 """gelu(input, approximate='none'|'tanh'), torch.nn.functional.gelu's signature.
 
 A fixed sequence of softrep ops (elementwise ops rounded to nearest and the

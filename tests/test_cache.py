@@ -37,3 +37,19 @@ def test_cache_directory_is_keyed_by_the_source_hash(tmp_path):
 
     assert softrep._jit.cache_dir().endswith(softrep._jit.SOURCE_HASH)
     assert len(softrep._jit.SOURCE_HASH) == 16
+
+
+def test_only_modules_marked_no_kernels_are_left_out_of_the_source_hash():
+    from softrep import _jit
+
+    marked = b'# softrep: no kernels\n"""Layers."""\n'
+    assert _jit._holds_no_kernels(marked)
+    assert not _jit._holds_no_kernels(b'"""Kernels."""\n' + b"x = 1\n" * 5 + b"# softrep: no kernels\n")
+    assert not _jit._holds_no_kernels(b"# softrep: no kernels in here? no: this is prose\n")
+    # Every module that defines or launches a kernel stays in the hash.
+    import pathlib
+
+    for path in pathlib.Path(_jit._PKG_DIR).rglob("*.py"):
+        source = path.read_bytes()
+        if _jit._holds_no_kernels(source):
+            assert b"jitable" not in source and b"numba" not in source, path

@@ -1,3 +1,4 @@
+# softrep: no kernels
 """softrep.nn.init: torch.nn.init's initialisers drawing from a softrep Generator.
 
 Formulas and defaults are torch's.  The draw is `softrep.rand` / `softrep.randn`

@@ -1,3 +1,4 @@
+# softrep: no kernels
 """softrep.optim: SGD, Adam and AdamW whose updates are sequences of explicitly
 rounded softrep elementwise ops, in the order written in docs/training.md
 ("Optimizers").  The classes subclass torch.optim.Optimizer, with torch's

@@ -1,3 +1,4 @@
+# softrep: no kernels
 """Adam and AdamW with torch's formulas and defaults (amsgrad not implemented)."""
 
 import math

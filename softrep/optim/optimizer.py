@@ -1,3 +1,4 @@
+# softrep: no kernels
 """Base class: torch.optim.Optimizer plus the checks shared by softrep's optimizers."""
 
 import numbers

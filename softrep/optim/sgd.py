@@ -1,3 +1,4 @@
+# softrep: no kernels
 """SGD with torch's formulas (momentum, dampening, nesterov, weight_decay, maximize)."""
 
 import softrep
