@@ -57,16 +57,26 @@ def _audit_ptx(args):
     return 1 if findings else 0
 
 
-def _delegate(module, attr="main"):
-    def run(args):
-        import importlib
-
-        return importlib.import_module(module).__dict__[attr](args.rest)
-
-    return run
+# Commands that parse their own arguments: name -> (module, function(argv) -> exit code, help).
+DELEGATED = {
+    "verify": ("softrep.verify", "main", "verify a correctly rounded math function"),
+    "verify-formats": ("softrep.lowp_verify", "main", "verify low-precision conversions and arithmetic"),
+    "demo": ("softrep.demo", "main", "train a CNN on the digits data; check the reference fingerprints"),
+    "audit": ("softrep.dispatch.cli", "main", "run a script under the op audit"),
+    "record": ("softrep.recording.cli", "record_main", "run a script, recording its randomness"),
+    "replay": ("softrep.recording.cli", "replay_main", "run a script, replaying recorded randomness"),
+}
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # A delegated command gets every later argument untouched (its own --help
+    # included, and a script's arguments after record/replay/audit).
+    if argv and argv[0] in DELEGATED:
+        import importlib
+
+        module, attr, _ = DELEGATED[argv[0]]
+        return getattr(importlib.import_module(module), attr)(argv[1:]) or 0
     parser = argparse.ArgumentParser(prog="python -m softrep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -74,18 +84,8 @@ def main(argv=None):
     p = sub.add_parser("audit-ptx", help="audit the PTX of every CUDA kernel")
     p.add_argument("--filter", help="only kernels whose name contains this")
     p.set_defaults(func=_audit_ptx)
-    # Each delegated command parses its own arguments: main(argv) -> exit code.
-    for name, module, attr, text in (
-        ("verify", "softrep.verify", "main", "verify a correctly rounded math function"),
-        ("verify-formats", "softrep.lowp_verify", "main", "verify low-precision conversions and arithmetic"),
-        ("demo", "softrep.demo", "main", "train a CNN on the digits data; check the reference fingerprints"),
-        ("audit", "softrep.dispatch.cli", "main", "run a script under the op audit"),
-        ("record", "softrep.recording.cli", "record_main", "run a script, recording its randomness"),
-        ("replay", "softrep.recording.cli", "replay_main", "run a script, replaying recorded randomness"),
-    ):
-        p = sub.add_parser(name, help=text, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_delegate(module, attr))
+    for name, (_, _, text) in DELEGATED.items():
+        sub.add_parser(name, help=text, add_help=False)  # listed in --help; run above
     args = parser.parse_args(argv)
     return args.func(args) or 0
 
