@@ -40,5 +40,7 @@ __all__ += ["addmm", "bmm", "dot", "linear", "matmul", "mm", "conv1d", "conv2d"]
 from .fingerprint import fingerprint  # noqa: E402
 from .random_ops import bernoulli, rand, randint, randn, randperm  # noqa: E402
 from . import optim, nn  # noqa: E402,F401
+from .convert import UnsupportedModuleError, from_torch_module  # noqa: E402
 
 __all__ += ["fingerprint", "bernoulli", "rand", "randint", "randn", "randperm"]
+__all__ += ["from_torch_module", "UnsupportedModuleError"]
