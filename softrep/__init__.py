@@ -44,3 +44,7 @@ from .convert import UnsupportedModuleError, from_torch_module  # noqa: E402
 
 __all__ += ["fingerprint", "bernoulli", "rand", "randint", "randn", "randperm"]
 __all__ += ["from_torch_module", "UnsupportedModuleError"]
+
+from .dispatch import NotReproducibleError, audit, patch, reproducible  # noqa: E402
+
+__all__ += ["audit", "patch", "reproducible", "NotReproducibleError"]
