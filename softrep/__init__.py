@@ -48,3 +48,7 @@ __all__ += ["from_torch_module", "UnsupportedModuleError"]
 from .dispatch import NotReproducibleError, audit, patch, reproducible  # noqa: E402
 
 __all__ += ["audit", "patch", "reproducible", "NotReproducibleError"]
+
+from .recording import ReplayDivergenceError, ReplayLogError, record, replay  # noqa: E402
+
+__all__ += ["record", "replay", "ReplayDivergenceError", "ReplayLogError"]
