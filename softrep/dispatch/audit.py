@@ -83,8 +83,7 @@ class Report:
             shown = list(r["sites"])[:MAX_SITES]
             more = len(r["sites"]) - len(shown)
             where = "; ".join(shown) + (f"; +{more} more" if more > 0 else "")
-            cls = r["class"] + (f" ({r['reason']})" if r["class"] == ops.NOT_REPRODUCIBLE and r["reason"] else "")
-            table.append((r["op"], str(r["count"]), str(r["forward"]), str(r["backward"]), cls, where))
+            table.append((r["op"], str(r["count"]), str(r["forward"]), str(r["backward"]), r["class"], where))
         widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
         lines = []
         for k, row in enumerate(table):
@@ -94,6 +93,11 @@ class Report:
                 lines.append("  ".join("-" * w for w in widths) + "  " + "-" * len(header[-1]))
         bad = len(self.not_reproducible())
         total = sum(r["count"] for r in self.rows)
+        if bad:
+            lines.append("")
+            lines.append("Not reproducible:")
+            for r in self.not_reproducible():
+                lines.append(f"  {r['op']}: {r['reason']}")
         lines.append("")
         lines.append(f"{len(self.rows)} distinct ops, {total} calls: " + (
             "all reproducible (through softrep or exact by IEEE)" if bad == 0

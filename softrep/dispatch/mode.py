@@ -129,16 +129,26 @@ def _run_under_mode(module, forward, strict, shared):
 
 
 def patch(model, strict=True):
-    """`softrep.from_torch_module(model, strict=strict)`, whose forward (and the
-    backward of what it returns) runs under `reproducible(strict)`.
+    """`softrep.from_torch_module(model)`, whose forward (and the backward of what
+    it returns) runs under `reproducible(strict)`.
+
+    Submodules from_torch_module leaves unconverted keep running in torch, under
+    the mode: their ops are rerouted to softrep, exact, or (strict=True) refused
+    when they run, with the op and its call site.
 
     The converted model's `forward` is replaced on the instance; its class,
     parameters and state_dict are those from_torch_module gives.  The Counter of
     rerouted ops is `model.softrep_counts`.
     """
-    from ..convert import from_torch_module  # noqa: PLC0415  (softrep/convert.py, written separately)
+    from ..convert import from_torch_module
 
-    converted = from_torch_module(model, strict=strict)
+    # Modules from_torch_module cannot convert (a user module computing with its
+    # own parameters in torch) are exactly what the mode covers: every aten op
+    # they run is rerouted or, if softrep lacks it, refused at run time (strict)
+    # with its op name and call site.  So the conversion itself never refuses.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        converted = from_torch_module(model, strict=False)
     shared = {"counts": collections.Counter(), "warned": set()}
     converted.forward = _run_under_mode(converted, converted.forward, strict, shared)
     converted.softrep_counts = shared["counts"]

@@ -186,6 +186,30 @@ def _unary_math(name):
     return Rule(run, accepts, f"softrep.{name} (correctly rounded)")
 
 
+# The functions of softrep/math rerouted from their aten op of the same name (each
+# one checked against the softrep API in tests/test_dispatch.py).
+UNARY_MATH = ("exp", "log", "tanh", "sigmoid", "erf", "log1p", "expm1", "sin", "cos", "rsqrt")
+
+
+def _pow_rule():
+    """x ** c: softrep.pow(x, c), correctly rounded (so x ** 2 is mul(x, x) exactly)."""
+
+    def accepts(self, exponent):
+        from .. import math as M
+
+        answer = _dtype_answer(self.dtype)
+        if answer is None and self.dtype == torch.float64 and M.FUNCTIONS["pow"].f64 is None:
+            return "softrep.pow has no float64 kernel yet"
+        return answer
+
+    def run(self, exponent):
+        from .. import math as M
+
+        return M.FUNCTIONS["pow"].op(self, float(exponent))
+
+    return Rule(run, accepts, "softrep.pow (correctly rounded)")
+
+
 def _unary_float(fn_name, fn):
     def accepts(self, *args, **kwargs):
         answer = _dtype_answer(self.dtype)
@@ -407,12 +431,9 @@ def _build_rules():
         rules[f"aten.{name}_.Scalar"] = _binary(name, inplace=True)
     rules["aten.div.Tensor_mode"] = _binary("div")
     rules["aten.rsub.Scalar"] = _rsub()
-    from .. import math as M
-
-    for name in M.FUNCTIONS:
-        fn = getattr(torch.ops.aten, name, None)
-        if fn is not None and M.FUNCTIONS[name].arity == 1 and "default" in fn.overloads():
-            rules[f"aten.{name}.default"] = _unary_math(name)
+    for name in UNARY_MATH:
+        rules[f"aten.{name}.default"] = _unary_math(name)
+    rules["aten.pow.Tensor_Scalar"] = _pow_rule()
     rules["aten.sqrt.default"] = _unary_float("sqrt", lambda: _ew().sqrt)
     rules["aten.tanh_backward.default"] = _math_grad("tanh")
     rules["aten.sigmoid_backward.default"] = _math_grad("sigmoid")
@@ -474,9 +495,20 @@ def _exact_index_put(self, indices, values, accumulate=False):
     return "index_put with integer indices: a repeated index keeps a device-dependent value"
 
 
+def _exact_arange(*args, **kwargs):
+    """arange from integers: integer values (exactly converted to a float dtype up
+    to 2**24 / 2**53).  A float start or step accumulates roundings."""
+    if all(isinstance(a, int) for a in args):
+        return None
+    return "arange with a floating start, end or step"
+
+
 CONDITIONAL_EXACT = {
     "aten.index_put.default": _exact_index_put,
     "aten.index_put_.default": _exact_index_put,
+    "aten.arange.default": _exact_arange,
+    "aten.arange.start": _exact_arange,
+    "aten.arange.start_step": _exact_arange,
 }
 
 RANDOM_PACKETS = frozenset("aten." + name for name in """
@@ -497,6 +529,9 @@ def classify(func, args=(), kwargs=None):
     """(class, rule or None, reason) for one call of an aten overload."""
     kwargs = kwargs or {}
     name = str(func)
+    tensors = _tensors(args, kwargs)
+    if tensors and all(t.is_meta for t in tensors) or kwargs.get("device") == torch.device("meta"):
+        return EXACT, None, "meta tensors hold no values"
     rule = rules().get(name)
     if rule is not None:
         try:
@@ -518,3 +553,27 @@ def classify(func, args=(), kwargs=None):
     if packet in RANDOM_PACKETS:
         return NOT_REPRODUCIBLE, None, "torch's random generator (use softrep.rand/randn/bernoulli and a softrep.Generator)"
     return NOT_REPRODUCIBLE, None, "softrep has no replacement"
+
+
+def markdown_table():
+    """The classification as Markdown (docs/patching.md holds this text verbatim;
+    tests/test_dispatch.py keeps the two in sync)."""
+    lines = ["| aten op | class | computed as |", "|---|---|---|"]
+    for name in sorted(rules()):
+        lines.append(f"| `{name}` | {REPRODUCIBLE} | {rules()[name].note} |")
+    for name in sorted(CONDITIONAL_EXACT):
+        when = ("every index is a boolean mask and accumulate=False" if "index_put" in name
+                else "start, end and step are integers")
+        lines.append(f"| `{name}` | {EXACT} when {when}, else {NOT_REPRODUCIBLE} | torch |")
+    lines.append("")
+    lines.append(f"**{EXACT}** (every overload; torch's kernel runs): "
+                 + ", ".join(f"`{p[5:]}`" for p in sorted(EXACT_PACKETS)) + ".")
+    lines.append("")
+    lines.append(f"**{NOT_REPRODUCIBLE}, torch's random generator**: "
+                 + ", ".join(f"`{p[5:]}`" for p in sorted(RANDOM_PACKETS)) + ".")
+    lines.append("")
+    lines.append(f"**{NOT_REPRODUCIBLE}**: every other op, and a listed op on float16/bfloat16/complex "
+                 "tensors or with an option softrep does not implement. A listed op whose operands are all "
+                 f"integers or booleans is {EXACT} (integer arithmetic), and so is any op on meta tensors "
+                 "(they hold no values).")
+    return "\n".join(lines)
