@@ -37,6 +37,12 @@ from .conv import conv1d, conv2d  # noqa: E402
 
 __all__ += ["addmm", "bmm", "dot", "linear", "matmul", "mm", "conv1d", "conv2d"]
 
+from .normalization import batch_norm, group_norm, layer_norm, rms_norm  # noqa: E402
+from .losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss  # noqa: E402
+
+__all__ += ["batch_norm", "group_norm", "layer_norm", "rms_norm",
+            "binary_cross_entropy_with_logits", "cross_entropy", "mse_loss", "nll_loss"]
+
 from .fingerprint import fingerprint  # noqa: E402
 from .random_ops import bernoulli, rand, randint, randn, randperm  # noqa: E402
 from . import optim, nn  # noqa: E402,F401
