@@ -7,7 +7,9 @@ MultiheadAttention computes, with softrep ops, per head h (D = embed_dim / num_h
 
     q, k, v  = linear(query, W_q, b_q), linear(key, W_k, b_k), linear(value, W_v, b_v)
                (W_q, W_k, W_v the row blocks of in_proj_weight; one fma chain per element,
-               so splitting the packed projection changes no bit)
+               so splitting the packed projection changes no forward bit.  When query, key
+               and value are the same tensor, one linear with in_proj_weight is computed and
+               split, so the input's gradient is one product, with no accumulation by torch)
     scores   = matmul(mul(q_h, sqrt(1/D)), k_h^T)        sqrt(1/D): binary64 (torch's), rounded to the dtype
     scores   = add(scores, mask)                           when a mask is given (below)
     weights  = softmax(scores, -1)
@@ -131,9 +133,14 @@ class MultiheadAttention(torch.nn.MultiheadAttention):
         b_q = b_k = b_v = None
         if self.in_proj_bias is not None:
             b_q, b_k, b_v = self.in_proj_bias.chunk(3)
-        q = F.linear(query, w_q, b_q)
-        k = F.linear(key, w_k, b_k)
-        v = F.linear(value, w_v, b_v)
+        if self._qkv_same_embed_dim and query is key and key is value:
+            # self-attention: one packed projection, so the input is used once and its
+            # gradient is one product, not three torch-accumulated ones
+            q, k, v = F.linear(query, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        else:
+            q = F.linear(query, w_q, b_q)
+            k = F.linear(key, w_k, b_k)
+            v = F.linear(value, w_v, b_v)
 
         def split_heads(t, length):  # (length, N, E) -> (N, H, length, D), a view
             return t.reshape(length, bsz, heads, head_dim).permute(1, 2, 0, 3)
