@@ -41,6 +41,7 @@ def script():
 
 def _run(args, cwd):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTHONHASHSEED", None)  # each process hashes strings its own way unless `record` fixes it
     return subprocess.run([sys.executable] + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -69,6 +70,9 @@ def test_cli_record_and_replay_in_two_processes_give_the_same_outputs(tmp_path, 
     assert first["argv"] == [SCRIPT, "base", "7"]
     assert first["cwd"] == str(workdir)
     assert first["path0"] == os.path.dirname(SCRIPT)
+    # String hashing (set order) is fixed by the recorded PYTHONHASHSEED.
+    header, _, _ = logfile.read(log)
+    assert header["hash_seed"] is not None
     # A plain run (this process, no replay) gets something else from every source;
     # torch included: its CPU generator starts from a non-deterministic seed.
     plain = script.main()
@@ -214,11 +218,15 @@ def test_the_cli_replay_reports_a_divergence_with_exit_code_3(tmp_path, capsys):
 # --------------------------------------------------------------------------- the log file
 
 
+def _draws():
+    random.random()
+    os.urandom(4)
+
+
 def _recorded(tmp_path):
     log = tmp_path / "run.log"
     with softrep.record(log):
-        random.random()
-        os.urandom(4)
+        _draws()
     return log
 
 
@@ -251,6 +259,19 @@ def test_log_layout(tmp_path):
     assert [e["src"] for e in events] == ["random.Random.random", "os.urandom"]
     assert len(bytes.fromhex(events[1]["data"])) == 4 == events[1]["n"]
     assert trailer["events"] == 2 and trailer["status"] == "ok"
+
+
+def test_versions_and_string_hashing_that_differ_are_reported(tmp_path):
+    log = _recorded(tmp_path)
+    header, events, trailer = logfile.read(log)
+    header["str_hash"] += 1
+    header["numpy"] = "0.0.1"
+    logfile.write(log, header, events, trailer["status"])
+    with pytest.warns(RuntimeWarning) as caught:
+        with softrep.replay(log):
+            _draws()
+    messages = " ".join(str(w.message) for w in caught)
+    assert "hashes strings differently" in messages and "numpy 0.0.1" in messages
 
 
 # --------------------------------------------------------------------------- restoring

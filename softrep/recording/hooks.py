@@ -34,7 +34,17 @@ from .. import random as softrep_random
 
 _os_urandom = os.urandom  # the system's, captured before any patching
 _SESSION = None  # the active recording or replay (set by install, cleared by Patches.restore)
-_local = threading.local()  # depth > 0 while a hook runs its original: nested draws are not events
+_local = threading.local()
+
+
+def _forget_session_in_child():
+    # A forked child (DataLoader worker, multiprocessing) is not recorded: its
+    # hooks see no session and call the originals (docs/replay.md, Limitations).
+    global _SESSION
+    _SESSION = None
+
+
+os.register_at_fork(after_in_child=_forget_session_in_child)  # depth > 0 while a hook runs its original: nested draws are not events
 
 
 def _depth():
@@ -429,11 +439,13 @@ def _seed_hook(src, original):
     return hook
 
 
-def _random_seed_hook(src, nbytes, mask, manual_seed):
+def _random_seed_hook(src, nbytes, mask, manual_seed, original):
     """torch.seed / torch.cuda.seed(_all): a recorded random seed, then the deterministic seeding call."""
 
     def hook():
         session = _SESSION
+        if session is None:
+            return original()
         value = _entropy_int(session, src, session.sites.current(), nbytes) & mask
         with _inside:
             manual_seed(value)
@@ -505,7 +517,7 @@ def _install_torch(patches):
     patches.set(torch, "manual_seed", seed_hook)
     patches.set(torch.random, "manual_seed", seed_hook)
     # torch.seed draws 64 bits from the OS (c10 getNonDeterministicRandom on CPU).
-    random_seed = _random_seed_hook("torch.seed", 8, (1 << 64) - 1, manual_seed)
+    random_seed = _random_seed_hook("torch.seed", 8, (1 << 64) - 1, manual_seed, torch.random.seed)
     patches.set(torch, "seed", random_seed)
     patches.set(torch.random, "seed", random_seed)
     cuda = getattr(torch, "cuda", None)
@@ -515,8 +527,9 @@ def _install_torch(patches):
         patches.set(cuda, "manual_seed_all", _seed_hook("torch.cuda.manual_seed_all", cuda_manual_seed_all))
         # CUDA generators seed from 53 random bits (exact in a double), as c10 does.
         mask53 = (1 << 53) - 1
-        patches.set(cuda, "seed", _random_seed_hook("torch.cuda.seed", 8, mask53, cuda_manual_seed))
-        patches.set(cuda, "seed_all", _random_seed_hook("torch.cuda.seed_all", 8, mask53, cuda_manual_seed_all))
+        patches.set(cuda, "seed", _random_seed_hook("torch.cuda.seed", 8, mask53, cuda_manual_seed, cuda.seed))
+        patches.set(cuda, "seed_all", _random_seed_hook("torch.cuda.seed_all", 8, mask53, cuda_manual_seed_all,
+                                                        cuda.seed_all))
     patches.mode = RandomOpMode()
     patches.mode.__enter__()
 

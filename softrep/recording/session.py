@@ -14,6 +14,9 @@ from . import hooks, logfile
 from .logfile import KEY_FIELDS, ReplayLogError
 
 
+STR_HASH_PROBE = "softrep-replay"  # hash() of it tells whether two processes hash strings alike
+
+
 class ReplayDivergenceError(RuntimeError):
     """The replayed program consumes randomness differently from the recording.
 
@@ -70,6 +73,8 @@ def _header():
         "torch": torch.__version__,
         "platform": platform.platform(),
         "argv": list(sys.argv),
+        "hash_seed": os.environ.get("PYTHONHASHSEED"),
+        "str_hash": hash(STR_HASH_PROBE),
         "states": hooks.snapshot_states(),
     }
 
@@ -178,6 +183,11 @@ class replay(_Session):
                               f"this is {name} {version}: generators may differ between versions "
                               f"(a difference in draws is still detected; one in values is not)",
                               RuntimeWarning, stacklevel=2)
+        if self.header.get("str_hash") != hash(STR_HASH_PROBE):
+            warnings.warn(f"softrep.replay: this process hashes strings differently from the recording "
+                          f"(recorded with PYTHONHASHSEED={self.header.get('hash_seed')}): the iteration order of "
+                          f"sets and dicts of strings may differ; `python -m softrep replay` fixes it",
+                          RuntimeWarning, stacklevel=2)
         try:
             notes = hooks.restore_states(self.header["states"])
         except (KeyError, TypeError, ValueError) as e:

@@ -24,6 +24,7 @@ import softrep
 def main(variant="base"):
     out = {"name": __name__, "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0]}
     out["random"] = random.random()
+    out["set_order"] = list({"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"})
     if variant == "order":
         out["numpy_legacy"] = np.random.rand(3).tolist()
         out["randint"] = random.randint(0, 10**9)
