@@ -30,7 +30,7 @@ class NotReproducibleError(RuntimeError):
 
     def __init__(self, op, site, reason):
         self.op, self.site, self.reason = op, site, reason
-        super().__init__(f"{op} at {site} is not reproducible ({reason}); softrep has no replacement for it. "
+        super().__init__(f"{op} at {site} is not reproducible: {reason}. "
                          "Rewrite that call with softrep ops, or use softrep.reproducible(strict=False) to run "
                          "torch's kernel with a warning")
 

@@ -340,11 +340,13 @@ def _product_rules():
     def two(a, b):
         return _same_float(a, b)
 
+    # the public ops (under no_grad: forward only) check shapes, which torch's
+    # kernels would have done below the dispatcher
     return {
-        "aten.mm.default": Rule(lambda self, mat2: P._mm(self, mat2), two, "softrep.mm"),
-        "aten.bmm.default": Rule(lambda self, mat2: P._bmm(self, mat2), two, "softrep.bmm"),
+        "aten.mm.default": Rule(lambda self, mat2: P.mm(self, mat2), two, "softrep.mm"),
+        "aten.bmm.default": Rule(lambda self, mat2: P.bmm(self, mat2), two, "softrep.bmm"),
         "aten.addmm.default": Rule(
-            lambda self, mat1, mat2, *, beta=1, alpha=1: P._mm(mat1, mat2, self), addmm_accepts,
+            lambda self, mat1, mat2, *, beta=1, alpha=1: P.addmm(self, mat1, mat2), addmm_accepts,
             "softrep.addmm (bias added once after the chain)"),
     }
 
@@ -495,6 +497,19 @@ def _exact_index_put(self, indices, values, accumulate=False):
     return "index_put with integer indices: a repeated index keeps a device-dependent value"
 
 
+def _exact_scatter_add(self, dim, index, src):
+    """scatter_add adds in an unspecified order where an index repeats; where every
+    target position is hit at most once (the backward of a gather with distinct
+    indices per slice) each sum is self + one value: a single IEEE addition."""
+    if index.numel() == 0:
+        return None
+    positions = index.movedim(dim, -1).reshape(-1, index.shape[dim]) if index.dim() else index.reshape(1, 1)
+    ordered = positions.sort(dim=-1).values
+    if bool((ordered[:, 1:] != ordered[:, :-1]).all()):
+        return None
+    return "scatter_add with a repeated index adds in an unspecified order"
+
+
 def _exact_arange(*args, **kwargs):
     """arange from integers: integer values (exactly converted to a float dtype up
     to 2**24 / 2**53).  A float start or step accumulates roundings."""
@@ -506,6 +521,7 @@ def _exact_arange(*args, **kwargs):
 CONDITIONAL_EXACT = {
     "aten.index_put.default": _exact_index_put,
     "aten.index_put_.default": _exact_index_put,
+    "aten.scatter_add.default": _exact_scatter_add,
     "aten.arange.default": _exact_arange,
     "aten.arange.start": _exact_arange,
     "aten.arange.start_step": _exact_arange,
@@ -563,6 +579,7 @@ def markdown_table():
         lines.append(f"| `{name}` | {REPRODUCIBLE} | {rules()[name].note} |")
     for name in sorted(CONDITIONAL_EXACT):
         when = ("every index is a boolean mask and accumulate=False" if "index_put" in name
+                else "no index repeats within a slice" if "scatter_add" in name
                 else "start, end and step are integers")
         lines.append(f"| `{name}` | {EXACT} when {when}, else {NOT_REPRODUCIBLE} | torch |")
     lines.append("")
