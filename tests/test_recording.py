@@ -234,6 +234,9 @@ def test_a_missing_log_is_a_clear_error(tmp_path):
     with pytest.raises(softrep.ReplayLogError, match="no replay log at"):
         with softrep.replay(tmp_path / "absent.log"):
             pass
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        with softrep.record(tmp_path / "no" / "such" / "dir.log"):
+            pass
 
 
 @pytest.mark.parametrize("edit, message", [

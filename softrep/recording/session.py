@@ -126,6 +126,10 @@ class record(_Session):
     verb = "record"
 
     def __enter__(self):
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):
+            # Fail before the program runs, not after a long run with nowhere to write.
+            raise FileNotFoundError(f"softrep.record: the directory of the log '{self.path}' does not exist")
         header = _header()
         self.events = []
         self._start()
