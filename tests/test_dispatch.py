@@ -249,23 +249,23 @@ def _step(model, a, w, target, mode=None):
     return loss.detach(), p.detach(), a.grad, w.grad
 
 
-def _matmul_softmax_inputs(batch=(3,), k=5, n=4):
+def _matmul_softmax_inputs(batch=(3,), k=5, n=4, w_batch=()):
     g = torch.Generator().manual_seed(1)
     a = torch.randn(*batch, k, generator=g)
-    w = torch.randn(k, n, generator=g)
+    w = torch.randn(*w_batch, k, n, generator=g)
     target = torch.rand(*batch, n, generator=g)
     return a, w, target
 
 
-@pytest.mark.parametrize("batch", [(3,), (2, 3)])
-def test_functional_matmul_softmax_matches_softrep_api(batch):
-    a, w, target = _matmul_softmax_inputs(batch)
+@pytest.mark.parametrize("batch, w_batch, product", [((3,), (), "mm"), ((2, 3), (), "mm"), ((2, 3), (2,), "bmm")])
+def test_functional_matmul_softmax_matches_softrep_api(batch, w_batch, product):
+    a, w, target = _matmul_softmax_inputs(batch, w_batch=w_batch)
     mode = softrep.reproducible(strict=True)
     patched = _step(_torch_model, a, w, target, mode)
     reference = _step(_softrep_model, a, w, target)
     for x, y in zip(patched, reference):
         assert_same_bits(x, y)
-    assert mode.counts["aten.mm.default"] == 3  # forward, grad of a, grad of w
+    assert mode.counts[f"aten.{product}.default"] == 3  # forward, grad of a, grad of w
     assert mode.counts["aten._softmax.default"] == 1
     assert mode.counts["aten._softmax_backward_data.default"] == 1
 
@@ -482,3 +482,32 @@ def test_shape_errors_are_not_silent():
             torch.mm(torch.ones(2, 3), torch.ones(4, 2))
         with pytest.raises(ValueError, match="broadcast"):
             torch.ones(2, 3) + torch.ones(4, 1, 2)
+
+
+@pytest.mark.simulator
+def test_simulator_conv_tanh_linear_log_softmax_matches_cpu_softrep(monkeypatch):
+    g = torch.Generator().manual_seed(7)
+    x, cw, cb = torch.randn(1, 1, 3, 3, generator=g), torch.randn(2, 1, 2, 2, generator=g), torch.randn(2, generator=g)
+    lw, lb = torch.randn(2, 8, generator=g), torch.randn(2, generator=g)
+
+    def torch_net(x, cw, cb, lw, lb):
+        h = torch.tanh(F.conv2d(x, cw, cb)).flatten(1)
+        return F.log_softmax(F.linear(h, lw, lb), dim=1)[:, 0].sum()
+
+    def softrep_net(x, cw, cb, lw, lb):
+        h = softrep.tanh(softrep.conv2d(x, cw, cb)).flatten(1)
+        return softrep.sum(softrep.log_softmax(softrep.linear(h, lw, lb), dim=1)[:, 0])
+
+    def run(net, mode=None):
+        leaves = [t.clone().requires_grad_(True) for t in (x, cw, cb, lw, lb)]
+        with mode if mode is not None else torch.enable_grad():
+            loss = net(*leaves)
+            loss.backward()
+        return [loss.detach()] + [t.grad for t in leaves]
+
+    mode = softrep.reproducible()
+    patched = run(torch_net, mode)  # CUDA kernels, simulated
+    assert mode.counts["aten.convolution_backward.default"] == 1
+    monkeypatch.setenv("SOFTREP_BACKEND", "cpu")
+    for got, want in zip(patched, run(softrep_net)):
+        assert_same_bits(got, want)

@@ -471,6 +471,7 @@ EXACT_PACKETS = frozenset("aten." + name for name in """
     view _unsafe_view reshape _reshape_alias view_as expand expand_as t transpose permute squeeze unsqueeze
     t_ transpose_ squeeze_ unsqueeze_ slice select narrow as_strided split split_with_sizes unbind chunk
     diagonal unfold flatten unflatten movedim alias clone detach contiguous copy_ _to_copy to lift_fresh
+    select_backward slice_backward diagonal_backward select_scatter slice_scatter diagonal_scatter
     lift_fresh_copy _to_dense
     empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full full_like
     new_zeros new_ones new_full fill fill_ zero_ zero scalar_tensor
