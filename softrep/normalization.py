@@ -187,7 +187,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     _check_param("group_norm", "weight", weight, input, (channels,))
     _check_param("group_norm", "bias", bias, input, (channels,))
     eps = _eps("group_norm", eps)
-    grouped = input.reshape(input.shape[0], int(num_groups), -1)
+    per_group = channels // num_groups * math.prod(input.shape[2:])
+    grouped = input.reshape(input.shape[0], int(num_groups), per_group)
     xhat = _normalize(grouped, (2,), eps, True)[0].reshape(input.shape)
     return _affine(xhat, weight, bias, _channel_view(input))
 
