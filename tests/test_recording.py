@@ -13,7 +13,7 @@ import random
 import subprocess
 import sys
 import time
-import warnings
+import types
 
 import numpy as np
 import pytest
@@ -39,9 +39,11 @@ def script():
     return _load_script()
 
 
-def _run(args, cwd):
+def _run(args, cwd, hash_seed=None):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("PYTHONHASHSEED", None)  # each process hashes strings its own way unless `record` fixes it
+    env.pop("PYTHONHASHSEED", None)  # each process hashes strings its own way unless `replay` fixes it
+    if hash_seed is not None:
+        env["PYTHONHASHSEED"] = hash_seed
     return subprocess.run([sys.executable] + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -58,7 +60,10 @@ def test_cli_record_and_replay_in_two_processes_give_the_same_outputs(tmp_path, 
     log = str(tmp_path / "run.softrep-replay")
     workdir = tmp_path / "work"
     workdir.mkdir()
-    recorded = _run(["-m", "softrep", "record", "--log", log, SCRIPT, "base", "7"], cwd=str(workdir))
+    # The recording runs with a given PYTHONHASHSEED (when it is not set, `record`
+    # picks one: test_record_picks_a_hash_seed); the replay is started without one.
+    recorded = _run(["-m", "softrep", "record", "--log", log, SCRIPT, "base", "7"], cwd=str(workdir),
+                    hash_seed="1234567")
     assert recorded.returncode == 7, recorded.stderr  # the script's exit code is propagated
     replayed = _run(["-m", "softrep", "replay", "--log", log, SCRIPT, "base", "7"], cwd=str(workdir))
     assert replayed.returncode == 7, replayed.stderr
@@ -72,7 +77,7 @@ def test_cli_record_and_replay_in_two_processes_give_the_same_outputs(tmp_path, 
     assert first["path0"] == os.path.dirname(SCRIPT)
     # String hashing (set order) is fixed by the recorded PYTHONHASHSEED.
     header, _, _ = logfile.read(log)
-    assert header["hash_seed"] is not None
+    assert header["hash_seed"] == "1234567"
     # A plain run (this process, no replay) gets something else from every source;
     # torch included: its CPU generator starts from a non-deterministic seed.
     plain = script.main()
@@ -82,6 +87,35 @@ def test_cli_record_and_replay_in_two_processes_give_the_same_outputs(tmp_path, 
 
     with open(log) as f:
         assert f.readline() == "softrep-replay 1\n"
+
+
+def test_record_picks_a_hash_seed_and_replay_uses_the_recorded_one(tmp_path, monkeypatch):
+    class Exec(Exception):
+        pass
+
+    calls = []
+
+    def fake_execve(path, argv, env):
+        calls.append((argv, env.get("PYTHONHASHSEED")))
+        raise Exec
+
+    monkeypatch.setattr(os, "execve", fake_execve)
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__spec__=types.SimpleNamespace(
+        name="softrep.__main__")))
+    log = str(tmp_path / "run.log")
+    with pytest.raises(Exec):
+        cli.record_main(["--log", log, SCRIPT, "base"])
+    argv, seed = calls[-1]
+    assert argv[-7:] == ["-m", "softrep", "record", "--log", log, SCRIPT, "base"]
+    assert 1 <= int(seed) <= 4294967295
+    monkeypatch.setenv("PYTHONHASHSEED", seed)  # as in the re-executed process: no second re-exec
+    with softrep.record(log):
+        pass
+    monkeypatch.delenv("PYTHONHASHSEED")
+    with pytest.raises(Exec):
+        cli.replay_main(["--log", log, SCRIPT, "base"])
+    assert calls[-1] == (calls[-1][0][:-7] + ["-m", "softrep", "replay", "--log", log, SCRIPT, "base"], seed)
 
 
 # --------------------------------------------------------------------------- in-process

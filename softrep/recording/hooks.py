@@ -492,6 +492,13 @@ class RandomOpMode(TorchDispatchMode):
     nondeterministic_seeded, or taking a Generator argument), with the
     generator's initial seed and, at its first use, a digest of its state."""
 
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # Otherwise torch wraps __torch_dispatch__ in torch._dynamo.disable,
+        # whose first call imports torch._dynamo: ~800 modules and seconds of
+        # start-up for every recorded or replayed run.
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         session = _SESSION
