@@ -175,6 +175,27 @@ def test_divergence_names_the_event_and_both_call_sites(tmp_path, script, varian
     assert f"event #{error.index}" in str(error) and error.index > 0
 
 
+@pytest.mark.parametrize("swap, source", [(False, "numpy.random.Generator.normal"),
+                                          (True, "softrep.Generator.next_offset")])
+def test_draws_of_numpy_generators_and_softrep_generators_are_checked(tmp_path, swap, source):
+    def program(order):
+        rng = np.random.default_rng()
+        gen = softrep.Generator(7)
+        steps = [lambda: rng.random(2), lambda: rng.normal(size=2), lambda: gen.next_offset()]
+        if order == "swapped":
+            steps = [steps[0], steps[2], steps[1]] if swap else [steps[1], steps[0], steps[2]]
+        return [step() for step in steps]
+
+    log = tmp_path / "run.log"
+    with softrep.record(log):
+        first = program("base")
+    with softrep.replay(log):
+        assert repr(program("base")) == repr(first)
+    with pytest.raises(softrep.ReplayDivergenceError, match=source):
+        with softrep.replay(log):
+            program("swapped")
+
+
 def test_fewer_draws_fail_when_the_block_ends(tmp_path, script):
     log = tmp_path / "run.log"
     with softrep.record(log):
