@@ -511,3 +511,24 @@ def test_simulator_conv_tanh_linear_log_softmax_matches_cpu_softrep(monkeypatch)
     monkeypatch.setenv("SOFTREP_BACKEND", "cpu")
     for got, want in zip(patched, run(softrep_net)):
         assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"ignore_index": 2}, {"reduction": "sum"}, {"weight": "w"}])
+def test_cross_entropy_matches_softrep_api(kwargs):
+    g = torch.Generator().manual_seed(8)
+    logits = torch.randn(5, 4, generator=g)
+    labels = torch.tensor([0, 2, 3, 2, 1])
+    if kwargs.get("weight") == "w":
+        kwargs = dict(kwargs, weight=torch.rand(4, generator=g) + 0.5)
+
+    def run(fn, mode=None):
+        x = logits.clone().requires_grad_(True)
+        with mode if mode is not None else torch.enable_grad():
+            loss = fn(x, labels, **kwargs)
+            loss.backward()
+        return loss.detach(), x.grad
+
+    mode = softrep.reproducible()
+    for got, want in zip(run(F.cross_entropy, mode), run(softrep.losses.cross_entropy)):
+        assert_same_bits(got, want)
+    assert mode.counts["aten.nll_loss_forward.default"] == 1 and mode.counts["aten.nll_loss_backward.default"] == 1

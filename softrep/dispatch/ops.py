@@ -211,12 +211,14 @@ def _pow_rule():
 
 
 def _unary_float(fn_name, fn):
-    def accepts(self, *args, **kwargs):
-        answer = _dtype_answer(self.dtype)
-        return None if answer is INTEGER and fn_name == "sqrt" else answer
+    """An op with a float result: integer inputs are converted to the default dtype, as torch does."""
 
-    def run(self, *args, **kwargs):
-        return fn()(self, *args, **kwargs)
+    def accepts(self):
+        answer = _dtype_answer(self.dtype if self.dtype.is_floating_point else torch.get_default_dtype())
+        return answer
+
+    def run(self):
+        return fn()(self if self.dtype.is_floating_point else self.to(torch.get_default_dtype()))
 
     return Rule(run, accepts, f"softrep.{fn_name}")
 
@@ -424,6 +426,42 @@ def _conv_rules():
     }
 
 
+_REDUCTIONS = ("none", "mean", "sum")  # torch's reduction enum
+
+
+def _nll_rules():
+    """nll_loss_forward / nll_loss2d_forward -> (output, total_weight) and their
+    backward: softrep.nll_loss (softrep/losses.py) and its autograd."""
+
+    def accepts(self, target, weight, reduction, ignore_index):
+        return _same_float(self, weight) if weight is not None else _dtype_answer(self.dtype)
+
+    def run(self, target, weight, reduction, ignore_index):
+        from .. import losses as L
+        from .. import reduction as R
+
+        out = L.nll_loss(self, target, weight, ignore_index, _REDUCTIONS[reduction])
+        class_dim = 0 if self.dim() == 1 else 1
+        _, _, w_t = L._targets("nll_loss", self, target, weight, ignore_index, class_dim)
+        return out, R.sum(w_t)  # total_weight: only torch's own backward reads it
+
+    def accepts_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+        return accepts(self, target, weight, reduction, ignore_index) or _same_float(grad_output, self)
+
+    def run_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+        from .. import losses as L
+
+        def loss(x):
+            return L.nll_loss(x, target, weight, ignore_index, _REDUCTIONS[reduction])
+
+        return _replay_grad(loss, grad_output, self)[0]
+
+    forward = Rule(run, accepts, "softrep.nll_loss")
+    backward = Rule(run_backward, accepts_backward, "autograd of softrep.nll_loss")
+    return {"aten.nll_loss_forward.default": forward, "aten.nll_loss2d_forward.default": forward,
+            "aten.nll_loss_backward.default": backward, "aten.nll_loss2d_backward.default": backward}
+
+
 def _build_rules():
     rules = {}
     for name in ("add", "sub", "mul", "div"):
@@ -445,6 +483,7 @@ def _build_rules():
     rules.update(_product_rules())
     rules.update(_softmax_rules())
     rules.update(_conv_rules())
+    rules.update(_nll_rules())
     return rules
 
 
