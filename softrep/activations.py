@@ -178,4 +178,66 @@ def mish(input, inplace=False):
     return E.mul(input, M.tanh(softplus(input)))
 
 
-__all__ = ["softmax", "log_softmax", "logsumexp", "silu", "softplus", "mish"]
+# ----------------------------------------------------------------------------- relu, leaky_relu
+
+def _store_inplace(fn, input, out, inplace):
+    if isinstance(inplace, bool) and not inplace:
+        return out
+    if not isinstance(inplace, bool):
+        raise TypeError(f"softrep.{fn}: argument 'inplace' must be a bool, got {type(inplace).__name__}")
+    return input.copy_(out)  # copy_ passes the gradient through to `out`
+
+
+class _Relu(torch.autograd.Function):
+    """torch's relu: x < 0 ? +0 : x (so relu(-0) = -0 and NaN stays NaN, canonical).
+    Backward as torch's threshold_backward on the result: g where out > 0 or out
+    is NaN, else +0 -- selections, no arithmetic."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = torch.where(x < 0, torch.zeros((), dtype=x.dtype, device=x.device), x)
+        nan = torch.isnan(x)
+        out = out.masked_fill(nan, float("nan"))
+        ctx.save_for_backward((out > 0) | nan)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (passes,) = ctx.saved_tensors
+        return torch.where(passes, g, torch.zeros((), dtype=g.dtype, device=g.device))
+
+
+class _LeakyRelu(torch.autograd.Function):
+    """torch's leaky_relu: x > 0 ? x : mul_rn(x, slope) (NaN -> canonical NaN via
+    the product).  Backward: x > 0 ? g : mul_rn(g, slope)."""
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        positive = x > 0
+        out = torch.where(positive, x, E.mul(x, slope))
+        ctx.slope = slope
+        ctx.save_for_backward(positive)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (positive,) = ctx.saved_tensors
+        return torch.where(positive, g, E.mul(g, ctx.slope)), None
+
+
+def relu(input, inplace=False):
+    """max(x, 0) as torch computes it (x < 0 ? 0 : x): an exact selection; NaN in,
+    canonical NaN out.  `inplace=True` writes the result into `input` and returns it."""
+    _check_tensor("relu", input)
+    return _store_inplace("relu", input, _Relu.apply(input), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else mul_rn(x, negative_slope) with the slope rounded to
+    input's dtype (as torch).  Backward: g, or mul_rn(g, slope)."""
+    _check_tensor("leaky_relu", input)
+    slope = _number("leaky_relu", "negative_slope", negative_slope)
+    return _store_inplace("leaky_relu", input, _LeakyRelu.apply(input, slope), inplace)
+
+
+__all__ = ["softmax", "log_softmax", "logsumexp", "silu", "softplus", "mish", "relu", "leaky_relu"]
