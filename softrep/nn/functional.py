@@ -8,34 +8,24 @@ The bits of each op are specified where the op lives (docs/order.md,
 docs/training.md).
 """
 
-import importlib
-
-from ..activations import log_softmax, silu, softmax
+from ..activations import leaky_relu, log_softmax, relu, silu, softmax
+from ..attention import scaled_dot_product_attention
 from ..conv import conv1d, conv2d
+from ..dropout import dropout
+from ..embedding import embedding
 from ..gelu import gelu
+from ..losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss
 from ..math import sigmoid, tanh
+from ..normalization import batch_norm, group_norm, layer_norm, rms_norm
+from ..pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from ..products import linear
 
-# name -> softrep module that defines it, for the ops imported on first use
-# (their modules import this package's parents, so they are not loaded eagerly).
-_LAZY = {
-    "batch_norm": "normalization", "layer_norm": "normalization", "rms_norm": "normalization",
-    "group_norm": "normalization",
-    "cross_entropy": "losses", "nll_loss": "losses", "mse_loss": "losses",
-    "binary_cross_entropy_with_logits": "losses",
-    "relu": "activations", "leaky_relu": "activations",
-    "max_pool2d": "pooling", "avg_pool2d": "pooling", "adaptive_avg_pool2d": "pooling",
-    "embedding": "embedding", "dropout": "dropout",
-    "scaled_dot_product_attention": "attention",
-}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"softrep.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'softrep.nn.functional' has no attribute {name!r}")
-
-
-__all__ = ["linear", "conv1d", "conv2d", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax"] + list(_LAZY)
+__all__ = [
+    "linear", "conv1d", "conv2d",
+    "batch_norm", "layer_norm", "rms_norm", "group_norm",
+    "embedding", "dropout",
+    "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax",
+    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+    "scaled_dot_product_attention",
+    "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits",
+]
