@@ -288,7 +288,7 @@ class _BCEWithLogits(torch.autograd.Function):
         loss = sub(mul(sub(1, y), x), ls)
         loss = mul(loss, weight)                                 (with weight)
     then reduced (sum / mean in the documented order).
-    Backward (torch's closed form; G = g, or div-free broadcast of g):
+    Backward (torch's closed form):
         dx = sub(sigmoid(x), y), or with pos_weight t = mul(pos_weight, y):
              sub(mul(sub(add(t, 1), y), sigmoid(x)), t)
         dy = neg(x), or with pos_weight sub(log_sigmoid(neg(x)), mul(log_sigmoid(x), pos_weight))
