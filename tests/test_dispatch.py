@@ -390,11 +390,32 @@ def test_var_backward_is_torch_formula_in_softrep_ops():
 
 
 def test_softrep_api_inside_the_mode_is_unchanged():
-    # softrep's own ops run torch ops (allocations, views) inside: all exact, none refused
+    # softrep's own ops run torch ops (allocations, views, gather/scatter with one
+    # index per row) inside: all exact, none refused
     a, w, target = _matmul_softmax_inputs()
     inside = _step(_softrep_model, a, w, target, softrep.reproducible(strict=True))
     for x, y in zip(inside, _step(_softrep_model, a, w, target)):
         assert_same_bits(x, y)
+    labels = torch.tensor([1, 0, 3])
+
+    def ce_step(mode=None):
+        al = a.clone().requires_grad_(True)
+        with mode if mode is not None else torch.enable_grad():
+            loss = softrep.losses.cross_entropy(softrep.matmul(al, w), labels)
+            loss.backward()
+        return loss.detach(), al.grad
+
+    for x, y in zip(ce_step(softrep.reproducible(strict=True)), ce_step()):
+        assert_same_bits(x, y)
+
+
+def test_scatter_is_exact_only_without_repeated_indices():
+    zeros = torch.zeros(2, 3)
+    once, twice = torch.tensor([[0, 2], [1, 0]]), torch.tensor([[0, 0], [1, 0]])
+    distinct = softrep.audit(lambda s: zeros.scatter_add(1, once, s), torch.ones(2, 2), backward=False)
+    repeated = softrep.audit(lambda s: zeros.scatter_add(1, twice, s), torch.ones(2, 2), backward=False)
+    assert distinct.ops() == {"aten.scatter_add.default": EXACT}
+    assert repeated.ops() == {"aten.scatter_add.default": NOT_REPRODUCIBLE}
 
 
 # --------------------------------------------------------------------------- patch

@@ -540,14 +540,16 @@ def _exact_index_put(self, indices, values, accumulate=False):
 def _exact_scatter_add(self, dim, index, src):
     """scatter_add adds in an unspecified order where an index repeats; where every
     target position is hit at most once (the backward of a gather with distinct
-    indices per slice) each sum is self + one value: a single IEEE addition."""
+    indices per slice) each sum is self + one value: a single IEEE addition.
+    scatter (a copy) keeps a device-dependent value where an index repeats, and
+    is a plain copy otherwise."""
     if index.numel() == 0:
         return None
     positions = index.movedim(dim, -1).reshape(-1, index.shape[dim]) if index.dim() else index.reshape(1, 1)
     ordered = positions.sort(dim=-1).values
     if bool((ordered[:, 1:] != ordered[:, :-1]).all()):
         return None
-    return "scatter_add with a repeated index adds in an unspecified order"
+    return "scatter with a repeated index within a slice: the order of the writes is unspecified"
 
 
 def _exact_arange(*args, **kwargs):
@@ -562,6 +564,8 @@ CONDITIONAL_EXACT = {
     "aten.index_put.default": _exact_index_put,
     "aten.index_put_.default": _exact_index_put,
     "aten.scatter_add.default": _exact_scatter_add,
+    "aten.scatter.src": _exact_scatter_add,
+    "aten.scatter.value": _exact_scatter_add,
     "aten.arange.default": _exact_arange,
     "aten.arange.start": _exact_arange,
     "aten.arange.start_step": _exact_arange,
@@ -619,7 +623,7 @@ def markdown_table():
         lines.append(f"| `{name}` | {REPRODUCIBLE} | {rules()[name].note} |")
     for name in sorted(CONDITIONAL_EXACT):
         when = ("every index is a boolean mask and accumulate=False" if "index_put" in name
-                else "no index repeats within a slice" if "scatter_add" in name
+                else "no index repeats within a slice" if "scatter" in name
                 else "start, end and step are integers")
         lines.append(f"| `{name}` | {EXACT} when {when}, else {NOT_REPRODUCIBLE} | torch |")
     lines.append("")
