@@ -283,6 +283,15 @@ def test_noncontiguous_same_bits():
                        softrep.batch_norm(x, None, None, training=True))
 
 
+def test_batch_split_same_bits():
+    # per-sample normalisations do not depend on the rest of the batch
+    x = normal_tensor(51, (5, 4, 3))
+    for fn in (lambda t: softrep.layer_norm(t, (4, 3)), lambda t: softrep.rms_norm(t, 3),
+               lambda t: softrep.group_norm(t, 2)):
+        whole = fn(x)
+        assert torch.equal(torch.cat([fn(x[:2]), fn(x[2:])]), whole)
+
+
 def test_zero_elements():
     x = torch.empty(0, 4)
     assert softrep.layer_norm(x, 4).shape == (0, 4)
