@@ -259,6 +259,11 @@ def test_bce_extreme_logits_match_torch():
     y = torch.tensor([0.0, 1.0, 0.3, 1.0, 0.0, 0.7, 0.0, 1.0])
     torch.testing.assert_close(softrep.binary_cross_entropy_with_logits(x, y, reduction="none"),
                                F.binary_cross_entropy_with_logits(x, y, reduction="none"), rtol=1e-6, atol=0)
+    # float64 goes through Goldberg's log1p (a few ulps)
+    x64 = torch.cat([x.double(), normal_tensor(8, (64,), torch.float64, scale=10.0)])
+    y64 = torch.rand(72, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+    torch.testing.assert_close(softrep.binary_cross_entropy_with_logits(x64, y64, reduction="none"),
+                               F.binary_cross_entropy_with_logits(x64, y64, reduction="none"), rtol=1e-14, atol=0)
 
 
 # ------------------------------------------------------------- golden vectors
