@@ -43,6 +43,15 @@ from .losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, n
 __all__ += ["batch_norm", "group_norm", "layer_norm", "rms_norm",
             "binary_cross_entropy_with_logits", "cross_entropy", "mse_loss", "nll_loss"]
 
+from .activations import leaky_relu, relu  # noqa: E402
+from .attention import scaled_dot_product_attention  # noqa: E402
+from .dropout import dropout  # noqa: E402
+from .embedding import embedding  # noqa: E402
+from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
+
+__all__ += ["relu", "leaky_relu", "scaled_dot_product_attention", "dropout", "embedding",
+            "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+
 from .fingerprint import fingerprint  # noqa: E402
 from .random_ops import bernoulli, rand, randint, randn, randperm  # noqa: E402
 from . import optim, nn  # noqa: E402,F401
