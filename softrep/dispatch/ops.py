@@ -83,24 +83,14 @@ def _same_float(*args, **kwargs):
     return _dtype_answer(ts[0].dtype)
 
 
-def _torch_result_type(tensors, numbers_):
-    dtype = torch.result_type(tensors[0], tensors[0])
-    acc = tensors[0]
-    for t in tensors[1:]:
-        dtype = torch.result_type(acc, t)
-        acc = torch.empty((1,) if (acc.dim() or t.dim()) else (), dtype=dtype)
-    for n in numbers_:
-        if isinstance(n, bool) or n is None:
-            continue
-        dtype = torch.result_type(acc, n)
-        acc = torch.empty((1,) if acc.dim() else (), dtype=dtype)
-    return dtype
+def _result_type(a, b):
+    """torch's promoted dtype of an elementwise op on a tensor and a tensor or number
+    (0-d tensors and numbers only raise the category, as in torch)."""
+    return torch.result_type(a, b) if isinstance(a, torch.Tensor) else torch.result_type(b, a)
 
 
-def _elementwise_answer(*operands):
-    dtype = _torch_result_type([v for v in operands if isinstance(v, torch.Tensor)],
-                               [v for v in operands if not isinstance(v, torch.Tensor)])
-    return _dtype_answer(dtype)
+def _elementwise_answer(a, b):
+    return _dtype_answer(_result_type(a, b))
 
 
 def _as(v, dtype, device):
@@ -134,7 +124,7 @@ def _binary(name, inplace=False):
     def run(self, other, *, alpha=1, rounding_mode=None):
         E = _ew()
         ts = [v for v in (self, other) if isinstance(v, torch.Tensor)]
-        dtype = _torch_result_type(ts, [v for v in (self, other) if not isinstance(v, torch.Tensor)])
+        dtype = _result_type(self, other)
         # a 0-d operand (a wrapped number) may sit on the CPU next to a CUDA tensor
         device = next((t.device for t in ts if t.dim() > 0), ts[0].device)
         a, b = _as(self, dtype, device), _as(other, dtype, device)
@@ -156,7 +146,7 @@ def _rsub():
 
     def run(self, other, alpha=1):
         E = _ew()
-        dtype = _torch_result_type([self], [other])
+        dtype = _result_type(self, other)
         a = _as(self, dtype, self.device)
         if alpha != 1:
             return E.fma(a, -float(alpha), other)
