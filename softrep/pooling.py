@@ -11,7 +11,6 @@ row-major order of (n, c, oh, ow[, kh, kw]) -- by output position -- never with
 torch's scatter_add.  The orders are written out in docs/order.md ("Pooling").
 """
 
-import math
 import numbers
 
 import torch
@@ -146,7 +145,6 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def _window_mean(x, table, divisor):
     """softrep.sum of each window (padding as -0, an exact identity of add_rn), then
     one div_rn by `divisor` (a tensor broadcast over (OH*OW,))."""
-    N, C = x.shape[:2]
     vals = _gather_windows(x, table, -0.0)  # (N, C, OH*OW, K)
     return E.div(R.sum(vals, dim=-1), divisor)
 

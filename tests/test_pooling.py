@@ -11,7 +11,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import softrep
 from softrep.pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 from golden import check, normal_tensor

@@ -7,7 +7,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import softrep
 from softrep.activations import leaky_relu, relu
 
 from golden import bit_pattern_tensor, check, normal_tensor
