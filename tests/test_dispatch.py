@@ -553,3 +553,30 @@ def test_cross_entropy_matches_softrep_api(kwargs):
     for got, want in zip(run(F.cross_entropy, mode), run(softrep.losses.cross_entropy)):
         assert_same_bits(got, want)
     assert mode.counts["aten.nll_loss_forward.default"] == 1 and mode.counts["aten.nll_loss_backward.default"] == 1
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_matches_softrep_api(reduction):
+    g = torch.Generator().manual_seed(9)
+    x, t = torch.randn(4, 3, generator=g), torch.randn(4, 3, generator=g)
+
+    def run(fn, mode=None):
+        xl, tl = x.clone().requires_grad_(True), t.clone().requires_grad_(True)
+        with mode if mode is not None else torch.enable_grad():
+            loss = fn(xl, tl, reduction=reduction)
+            loss.backward(torch.ones_like(loss))
+        return loss.detach(), xl.grad, tl.grad
+
+    mode = softrep.reproducible()
+    for got, want in zip(run(F.mse_loss, mode), run(softrep.losses.mse_loss)):
+        assert_same_bits(got, want)
+    assert mode.counts["aten.mse_loss.default"] == 1 and mode.counts["aten.mse_loss_backward.default"] == 2
+
+
+def test_cli_script_that_raises(tmp_path, capsys):
+    script = tmp_path / "boom.py"
+    script.write_text("import torch\ntorch.ones(2).exp()\nraise RuntimeError('boom')\n")
+    assert cli.main([str(script)]) == 1
+    captured = capsys.readouterr()
+    assert "RuntimeError: boom" in captured.err
+    assert "aten.exp.default" in captured.out and "exited with status 1" in captured.out

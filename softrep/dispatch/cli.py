@@ -12,6 +12,7 @@ import argparse
 import os
 import runpy
 import sys
+import traceback
 
 from .audit import AuditMode, Report, _forward_stacks
 
@@ -33,6 +34,9 @@ def run_script(path, args):
                 runpy.run_path(path, run_name="__main__")
             except SystemExit as e:
                 status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except Exception:  # the ops up to the failure are still worth showing
+                traceback.print_exc()
+                status = 1
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None:
@@ -55,5 +59,5 @@ def main(argv=None):
         with open(ns.json, "w") as f:
             f.write(report.to_json(indent=1))
     if status:
-        print(f"(the script exited with status {status})")
+        print(f"(the script exited with status {status}; the table shows the ops up to its end)")
     return 0 if report.ok and not status else 1

@@ -452,6 +452,29 @@ def _nll_rules():
             "aten.nll_loss_backward.default": backward, "aten.nll_loss2d_backward.default": backward}
 
 
+def _mse_rules():
+    """mse_loss and mse_loss_backward: softrep.mse_loss (softrep/losses.py) and its autograd."""
+
+    def accepts(self, target, reduction=1):
+        return _same_float(self, target)
+
+    def run(self, target, reduction=1):
+        from .. import losses as L
+
+        return L.mse_loss(self, target, _REDUCTIONS[reduction])
+
+    def accepts_backward(grad_output, self, target, reduction):
+        return _same_float(grad_output, self, target)
+
+    def run_backward(grad_output, self, target, reduction):
+        from .. import losses as L
+
+        return _replay_grad(lambda x: L.mse_loss(x, target, _REDUCTIONS[reduction]), grad_output, self)[0]
+
+    return {"aten.mse_loss.default": Rule(run, accepts, "softrep.mse_loss"),
+            "aten.mse_loss_backward.default": Rule(run_backward, accepts_backward, "autograd of softrep.mse_loss")}
+
+
 def _build_rules():
     rules = {}
     for name in ("add", "sub", "mul", "div"):
@@ -474,6 +497,7 @@ def _build_rules():
     rules.update(_softmax_rules())
     rules.update(_conv_rules())
     rules.update(_nll_rules())
+    rules.update(_mse_rules())
     return rules
 
 
