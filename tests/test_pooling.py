@@ -193,6 +193,7 @@ def avg_windows(H, W, k, s, p, ceil, count_include_pad, override):
     ((3, 3), (2, 2), (1, 1), True, False, None),
     ((2, 3), (2, 1), (1, 0), True, True, None),
     ((2, 2), (1, 2), (0, 0), False, True, 3),
+    ((12, 12), (5, 5), (6, 6), False, True, None),  # 144 positions: -0 padding across a block boundary
 ])
 def test_avg_pool2d_exact(k, s, p, ceil, cip, override):
     x = wide_values(4, (2, 6, 7))
