@@ -182,3 +182,15 @@ def test_bad_arguments():
     soft = softrep.from_torch_module(nn.Linear(2, 2))
     again = softrep.from_torch_module(soft)
     assert type(again) is snn.Linear and softrep.fingerprint(again) == softrep.fingerprint(soft)
+
+
+def test_transformer_encoder_stack():
+    torch.manual_seed(4)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8), enable_nested_tensor=False).eval()
+    soft = softrep.from_torch_module(model)
+    assert type(soft) is snn.TransformerEncoder and all(type(m) is snn.TransformerEncoderLayer for m in soft.layers)
+    x = _x(5, 2, 4, 8)
+    mask = torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1)
+    with torch.no_grad():
+        torch.testing.assert_close(soft(x, mask=mask), model(x, mask=mask), rtol=1e-5, atol=1e-5)

@@ -151,7 +151,7 @@ def test_initialisation_follows_torch_formulas_on_softrep_draws():
     # Embedding: N(0, 1) with the padding row zero
     emb = snn.Embedding(200, 10, padding_idx=3, generator=softrep.Generator(9))
     assert not emb.weight[3].any()
-    assert abs(float(emb.weight.std()) - 1) < 0.05
+    assert abs(float(emb.weight.detach().std()) - 1) < 0.05
 
 
 def test_default_generator_is_softreps():
@@ -275,3 +275,15 @@ def test_functional_names():
                  "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]:
         assert callable(getattr(F, name)), name
         assert getattr(F, name).__module__.startswith("softrep"), name
+
+
+def test_layer_clones_share_the_generator():
+    from softrep.nn.modules._common import generator_of
+
+    gen = softrep.Generator(11)
+    layer = snn.TransformerEncoderLayer(4, 2, 8, dropout=0.5, batch_first=True, generator=gen)
+    stack = snn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    assert generator_of(stack.layers[0].dropout) is gen and generator_of(stack.layers[1].dropout1) is gen
+    before = gen.offset
+    stack(_x(12, 2, 3, 4))
+    assert gen.offset - before == 2 * 4  # one draw per dropout call (attention, dropout, dropout1, dropout2)

@@ -20,12 +20,12 @@ from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
-from .transformer import MultiheadAttention, TransformerEncoderLayer
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
 
 # the classes with a softrep forward (each subclasses the torch class of its name)
 CONVERTED = (
     Linear, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm, GroupNorm, Embedding, Dropout,
-    MultiheadAttention, TransformerEncoderLayer,
+    MultiheadAttention, TransformerEncoderLayer, TransformerEncoder,
     ReLU, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, LogSoftmax,
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
     CrossEntropyLoss, MSELoss, NLLLoss, BCEWithLogitsLoss,

@@ -9,19 +9,33 @@ import torch
 from ...random import resolve
 
 
+class _Shared:
+    """Holds a module's generator so that copy.deepcopy of the module (torch's
+    layer clones, from_torch_module) keeps drawing from the same generator
+    rather than from a copy replaying the same stream: a copy would give every
+    clone the same dropout masks."""
+
+    def __init__(self, generator):
+        self.generator = generator
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 def set_generator(module, cls_name, generator):
     """Record `generator` (None: softrep's default generator, looked up at each draw,
     so that softrep.manual_seed applies) before torch's __init__ runs
     reset_parameters, which reads it."""
     if generator is not None:
         resolve(f"nn.{cls_name}", generator)  # type check, names the argument
-    object.__setattr__(module, "generator", generator)
+    object.__setattr__(module, "_softrep_generator", _Shared(generator))
 
 
 def generator_of(module):
     """The module's softrep Generator, or None for the default one.  Modules
-    converted by softrep.from_torch_module have no attribute and use the default."""
-    return getattr(module, "generator", None)
+    converted by softrep.from_torch_module have none and use the default."""
+    shared = getattr(module, "_softrep_generator", None)
+    return None if shared is None else shared.generator
 
 
 @contextlib.contextmanager

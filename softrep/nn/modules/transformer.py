@@ -261,3 +261,17 @@ class TransformerEncoderLayer(torch.nn.TransformerEncoderLayer):
             x = self.norm1(E.add(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal)))
             x = self.norm2(E.add(x, self._ff_block(x)))
         return x
+
+
+class TransformerEncoder(torch.nn.TransformerEncoder):
+    """torch.nn.TransformerEncoder: `num_layers` deep copies of `encoder_layer`
+    (torch's constructor; give it a softrep TransformerEncoderLayer), applied in
+    turn, then `norm` if given.  torch's fast path (nested tensors, fused
+    kernels) is never taken.  The copies share the layer's generator, so their
+    dropout masks are successive draws, not repeats."""
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        out = src
+        for layer in self.layers:
+            out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return out if self.norm is None else self.norm(out)
