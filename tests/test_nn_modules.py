@@ -287,3 +287,25 @@ def test_layer_clones_share_the_generator():
     before = gen.offset
     stack(_x(12, 2, 3, 4))
     assert gen.offset - before == 2 * 4  # one draw per dropout call (attention, dropout, dropout1, dropout2)
+
+
+def _forward_backward_bits(name):
+    _, mod, inputs = _pair(name)
+    leaf = [t.clone().requires_grad_(t.is_floating_point() and (i == 0 or not name.endswith("Loss")))
+            for i, t in enumerate(inputs)]
+    out = _first(mod(*leaf))
+    softrep.sum(softrep.mul(out, _x(99, *out.shape))).backward()
+    return softrep.fingerprint([out.detach(), [t.grad for t in leaf if t.requires_grad],
+                                [p.grad for p in mod.parameters()]])
+
+
+# the modules whose ops the training test (tests/test_training.py) does not run in the simulator
+SIMULATED = ["Conv1d", "GroupNorm", "RMSNorm", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax",
+             "LogSoftmax", "AvgPool2d", "AdaptiveAvgPool2d", "MultiheadAttention", "MSELoss"]
+
+
+@pytest.mark.simulator
+def test_simulator_matches_cpu(backend):
+    simulated = [_forward_backward_bits(name) for name in SIMULATED]
+    backend("cpu")
+    assert simulated == [_forward_backward_bits(name) for name in SIMULATED]
