@@ -132,6 +132,39 @@ def test_bad_input():
         sdpa(torch.zeros(3), k, v)
 
 
+def test_thread_counts_bit_identical():
+    """Pooling, embedding, dropout and attention, forward and backward, with 1 and 2
+    numba and torch threads (set in-process; the kernels read the count per launch)."""
+    import numba
+
+    from softrep.embedding import embedding
+    from softrep.pooling import avg_pool2d, max_pool2d
+
+    def run_all():
+        q, k, v = (t.requires_grad_() for t in qkv(52, L=9, S=9, E=8, Ev=8))
+        x = normal_tensor(53, (2, 3, 9, 9)).requires_grad_()
+        w = normal_tensor(54, (7, 8)).requires_grad_()
+        idx = torch.from_numpy(np.random.default_rng(55).integers(0, 7, size=(4, 40)))
+        outs = [sdpa(q, k, v, is_causal=True, dropout_p=0.1, generator=softrep.Generator(5)),
+                max_pool2d(x, 3, 1, 1), avg_pool2d(x, 3, 2, 1), embedding(idx, w)]
+        loss = softrep.add(softrep.add(softrep.sum(outs[0]), softrep.sum(outs[1])),
+                           softrep.add(softrep.sum(outs[2]), softrep.sum(outs[3])))
+        return outs + list(torch.autograd.grad(loss, (q, k, v, x, w)))
+
+    numba_threads, torch_threads = numba.get_num_threads(), torch.get_num_threads()
+    try:
+        results = []
+        for n in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(n)
+            torch.set_num_threads(n)
+            results.append(run_all())
+    finally:
+        numba.set_num_threads(numba_threads)
+        torch.set_num_threads(torch_threads)
+    for a, b in zip(*results):
+        assert np.array_equal(bits(a), bits(b))
+
+
 def test_golden():
     q, k, v = qkv(50, L=6, S=6, E=8, Ev=8)
     qr = q.clone().requires_grad_()
