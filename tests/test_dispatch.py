@@ -580,3 +580,31 @@ def test_cli_script_that_raises(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "RuntimeError: boom" in captured.err
     assert "aten.exp.default" in captured.out and "exited with status 1" in captured.out
+
+
+@pytest.mark.parametrize("normalized_shape, affine", [((4,), True), ((3, 4), True), ((4,), False)])
+def test_layer_norm_matches_softrep_api(normalized_shape, affine):
+    g = torch.Generator().manual_seed(10)
+    x = torch.randn(2, 3, 4, generator=g)
+    w = torch.rand(normalized_shape, generator=g) + 0.5 if affine else None
+    b = torch.randn(normalized_shape, generator=g) if affine else None
+    seed = torch.randn(2, 3, 4, generator=g)
+
+    def run(fn, mode=None):
+        leaves = [None if t is None else t.clone().requires_grad_(True) for t in (x, w, b)]
+        with mode if mode is not None else torch.enable_grad():
+            out = fn(leaves[0], normalized_shape, leaves[1], leaves[2], 1e-3)
+            out.backward(seed)
+        return [out.detach()] + [t.grad for t in leaves if t is not None]
+
+    mode = softrep.reproducible()
+    for got, want in zip(run(F.layer_norm, mode), run(softrep.normalization.layer_norm)):
+        assert_same_bits(got, want)
+    assert mode.counts["aten.native_layer_norm_backward.default"] == 1
+
+
+def test_layer_norm_backward_without_its_forward_refuses():
+    x = torch.randn(2, 4, requires_grad=True)
+    out = F.layer_norm(x, (4,))  # forward outside the mode: torch's rstd, no eps
+    with softrep.reproducible(), pytest.raises(RuntimeError, match="eps is unknown"):
+        out.sum().backward()

@@ -23,6 +23,7 @@ ops: reproducible, but not necessarily the bits of softrep's own autograd
 (docs/patching.md lists which).
 """
 
+import contextlib
 import numbers
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -225,14 +226,37 @@ def _math_grad(name):
     return Rule(run, _same_float, f"softrep/math/{name}.py grad")
 
 
+_AUTOGRAD_KEYS = (torch._C.DispatchKey.AutogradFunctionality, torch._C.DispatchKey.ADInplaceOrView)
+
+
+@contextlib.contextmanager
+def _autograd_on():
+    """Grad mode, and torch's autograd dispatch keys back on: an op that reaches the
+    mode came through autograd's kernel, which excludes those keys for the ops
+    below it, so without this the aten ops (reshape, gather) inside a softrep
+    function would record no graph."""
+    excluded = [torch._C._dispatch_tls_is_dispatch_key_excluded(k) for k in _AUTOGRAD_KEYS]
+    for key in _AUTOGRAD_KEYS:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(key, False)
+    try:
+        with torch.enable_grad():
+            yield
+    finally:
+        for key, was in zip(_AUTOGRAD_KEYS, excluded):
+            torch._C._dispatch_tls_set_dispatch_key_excluded(key, was)
+
+
 def _replay_grad(fn, grad_output, *inputs, **kwargs):
-    """The input gradient of a softrep function by running its autograd: the same
-    bits as the backward of the softrep API (autograd is usable here because the
-    dispatch mode is off inside its own handler)."""
-    with torch.enable_grad():
-        leaves = [x.detach().requires_grad_(True) for x in inputs]
+    """The input gradients of a softrep function by running its autograd: the same
+    bits as the backward of the softrep API (the dispatch mode is off inside its
+    own handler, so softrep's ops run plainly).  An input given as None is passed
+    as None and gets no gradient."""
+    with _autograd_on():
+        leaves = [None if x is None else x.detach().requires_grad_(True) for x in inputs]
         out = fn(*leaves, **kwargs)
-        return torch.autograd.grad(out, leaves, grad_output)
+        wanted = [x for x in leaves if x is not None]
+        grads = iter(torch.autograd.grad(out, wanted, grad_output))
+        return tuple(None if x is None else next(grads) for x in leaves)
 
 
 def _gelu_rules():
@@ -475,6 +499,75 @@ def _mse_rules():
             "aten.mse_loss_backward.default": Rule(run_backward, accepts_backward, "autograd of softrep.mse_loss")}
 
 
+# native_layer_norm_backward gets the forward's mean and rstd but not eps, which
+# softrep's backward needs (it recomputes nothing from rstd).  The forward rule
+# therefore returns rstd as a view of a buffer with two more elements, a tag and
+# eps (rounded to the dtype, which is all softrep.layer_norm uses of it); the
+# saved rstd shares that storage.
+_EPS_TAG = -1234.5  # an rstd is positive, so this value marks the buffer as softrep's
+
+
+def _carry_eps(rstd, eps):
+    buf = torch.empty(rstd.numel() + 2, dtype=rstd.dtype, device=rstd.device)
+    buf[:-2] = rstd.reshape(-1)
+    buf[-2] = _EPS_TAG
+    buf[-1] = eps
+    return buf[:-2].view(rstd.shape)
+
+
+def _carried_eps(rstd):
+    n, offset, size = rstd.numel(), rstd.storage_offset(), rstd.element_size()
+    storage = rstd.untyped_storage()
+    if not rstd.is_contiguous() or storage.nbytes() < (offset + n + 2) * size:
+        return None
+    tail = torch.empty(0, dtype=rstd.dtype, device=rstd.device).set_(storage, offset + n, (2,))
+    return float(tail[1]) if float(tail[0]) == _EPS_TAG else None
+
+
+def _layer_norm_rules():
+    """native_layer_norm -> (out, mean, rstd) by softrep.layer_norm's ops; its
+    backward by the autograd of softrep.layer_norm."""
+
+    def accepts(input, normalized_shape, weight, bias, eps):
+        return _same_float(input, weight, bias)
+
+    def run(input, normalized_shape, weight, bias, eps):
+        from .. import elementwise as E
+        from .. import normalization as N
+
+        if input.numel() == 0:
+            out = N.layer_norm(input, normalized_shape, weight, bias, eps)
+            empty = input.new_empty(input.shape[:input.dim() - len(normalized_shape)] + (1,) * len(normalized_shape))
+            return out, empty, _carry_eps(empty, eps)
+        shape, dims = N._normalized_shape("layer_norm", input, normalized_shape)
+        N._check_param("layer_norm", "weight", weight, input, shape)
+        N._check_param("layer_norm", "bias", bias, input, shape)
+        eps = N._eps("layer_norm", eps)
+        # the ops of softrep.layer_norm (_Normalize.forward, then _affine)
+        xhat, mean, _, s = N._moments(input, dims, eps, True)
+        return N._affine(xhat, weight, bias, shape), mean, _carry_eps(E.reciprocal(s), eps)
+
+    def accepts_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+        return _same_float(grad_out, input, weight, bias)
+
+    def run_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+        from .. import normalization as N
+
+        eps = _carried_eps(rstd)
+        if eps is None:
+            raise RuntimeError("softrep.reproducible: native_layer_norm_backward of a layer norm whose forward ran "
+                               "outside the mode (its eps is unknown); run the forward under the mode too")
+        # every operand gets a gradient (as softrep's autograd computes them all);
+        # the ones torch did not ask for are dropped
+        grads = _replay_grad(lambda x, w, b: N.layer_norm(x, normalized_shape, w, b, eps), grad_out,
+                             input, weight, bias)
+        return tuple(g if wanted else None for g, wanted in zip(grads, output_mask))
+
+    return {"aten.native_layer_norm.default": Rule(run, accepts, "softrep.layer_norm"),
+            "aten.native_layer_norm_backward.default": Rule(run_backward, accepts_backward,
+                                                            "autograd of softrep.layer_norm")}
+
+
 def _build_rules():
     rules = {}
     for name in ("add", "sub", "mul", "div"):
@@ -498,6 +591,7 @@ def _build_rules():
     rules.update(_conv_rules())
     rules.update(_nll_rules())
     rules.update(_mse_rules())
+    rules.update(_layer_norm_rules())
     return rules
 
 
