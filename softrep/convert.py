@@ -6,8 +6,7 @@ whose class is (a subclass of) a torch.nn class with a softrep counterpart in
 softrep.nn (Linear, Conv1d/2d, BatchNorm1d/2d, LayerNorm, RMSNorm, GroupNorm,
 Embedding, Dropout, MultiheadAttention, TransformerEncoderLayer,
 TransformerEncoder, the activations, pools and losses: softrep.nn.modules.CONVERTED),
-as long as the
-subclass does not override forward().  The module keeps its object, parameters,
+as long as the subclass does not override forward().  The module keeps its object, parameters,
 buffers, hooks, device, dtype and train/eval mode; only its class changes to
 the softrep one (for a subclass, to a class deriving from both, so that the
 subclass's other methods stay).
