@@ -608,3 +608,14 @@ def test_layer_norm_backward_without_its_forward_refuses():
     out = F.layer_norm(x, (4,))  # forward outside the mode: torch's rstd, no eps
     with softrep.reproducible(), pytest.raises(RuntimeError, match="eps is unknown"):
         out.sum().backward()
+
+
+def test_audit_of_a_patched_model_sees_only_exact_ops():
+    # the patch's mode sits above the audit's, so the audit sees what softrep
+    # runs underneath (allocations, views): nothing left to fix
+    plain = softrep.audit(_FunctionalNet(), torch.ones(3, 5))
+    assert plain.ops()["aten._softmax.default"] == REPRODUCIBLE
+    patched = softrep.audit(softrep.patch(_FunctionalNet()), torch.ones(3, 5))
+    assert patched.ok
+    assert "aten._softmax.default" not in patched.ops() and "aten.mm.default" not in patched.ops()
+    assert set(patched.ops().values()) == {EXACT}

@@ -619,6 +619,7 @@ EXACT_PACKETS = frozenset("aten." + name for name in """
     t_ transpose_ squeeze_ unsqueeze_ slice select narrow as_strided split split_with_sizes unbind chunk
     diagonal unfold flatten unflatten movedim alias clone detach contiguous copy_ _to_copy to lift_fresh
     select_backward slice_backward diagonal_backward select_scatter slice_scatter diagonal_scatter
+    resolve_conj resolve_neg conj _conj conj_physical _neg_view
     lift_fresh_copy _to_dense
     empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full full_like
     new_zeros new_ones new_full fill fill_ zero_ zero scalar_tensor
