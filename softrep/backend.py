@@ -47,6 +47,12 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
     if kind == "cpu" or (kind == "cuda" and SIMULATOR):
         host_out = [t if not t.is_cuda else torch.empty(t.shape, dtype=t.dtype) for t in outputs]
         host_in = [t.detach().cpu() for t in inputs]
+        if kind == "cuda":
+            # The simulator's device arrays reject some strided numpy buffers
+            # ("Array contains non-contiguous buffer"); a real GPU takes the
+            # strided tensor as it is, and kernels index by strides, so a
+            # contiguous copy changes no bits.
+            host_in = [t.contiguous() for t in host_in]
         arrays = [t.detach().numpy() for t in host_out] + [t.numpy() for t in host_in]
         if kind == "cpu":
             cpu_launcher(*arrays, *args)
