@@ -6,7 +6,8 @@
 #   2. the test suite on real CUDA tensors (SOFTREP_BACKEND=cuda): golden
 #      vectors, CPU/GPU bit equality, op tests -- the same golden files the CPU
 #      and the simulator reproduce
-#   3. the GPU benchmarks, if present
+#   3. the demo with --device cuda: the published fingerprints, on a GPU
+#   4. the GPU benchmarks, if present
 #
 # Usage: bash scripts/gpu-check.sh [extra pytest args]
 set -uo pipefail
@@ -24,11 +25,14 @@ PY
 echo "== tests on the GPU (SOFTREP_BACKEND=cuda, CUDA tensors)"
 SOFTREP_BACKEND=cuda SOFTREP_TEST_DEVICE=cuda python -m pytest -q -x -k "golden or bits or gpu" "$@" tests
 tests_rc=$?
+echo "== demo on the GPU (must print the README's reference fingerprints)"
+timeout 300 python -m softrep demo --device cuda --no-progress
+demo_rc=$?
 echo "== benchmarks"
 for b in benchmarks/bench_*.py; do
     [ -f "$b" ] || continue
     echo "-- $b"
     timeout 120 python "$b" --device cuda || echo "($b failed or timed out)"
 done
-echo "== summary: tests exit code $tests_rc"
-exit $tests_rc
+echo "== summary: tests exit code $tests_rc, demo exit code $demo_rc"
+[ "$tests_rc" -eq 0 ] && [ "$demo_rc" -eq 0 ]
