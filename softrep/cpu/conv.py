@@ -15,26 +15,33 @@ from .linalg import packed_b, product_packed
 
 
 @njit(parallel=True, cache=True)
-def _pack_im2col(bp, xpad, groups, kh, kw, sh, sw, dh, dw, oh, ow):
-    n_img, c_in = xpad.shape[0], xpad.shape[1]
+def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
+    # One work item per (group, panel): it fills bp[g, panel] (K x NR floats,
+    # contiguous) row by row, reading NR columns of the padded input, which
+    # are mostly consecutive pixels of one image row.  Column col = (n, i, j)
+    # of lane l starts at base[l] in xflat; row k = (c, a, e) adds the
+    # offset of channel c and kernel tap (a, e).  Pure copies: no rounding.
     c_g = c_in // groups
     kk = c_g * kh * kw
     npan, nr = bp.shape[1], bp.shape[3]
     n_cols = n_img * oh * ow
-    for t in prange(groups * kk):
-        g, k = t // kk, t % kk
-        c, rest = k // (kh * kw), k % (kh * kw)
-        a, e = rest // kw, rest % kw
-        ch = g * c_g + c
-        col = 0
-        for n in range(n_img):
-            for i in range(oh):
-                row = i * sh + a * dh
-                for j in range(ow):
-                    bp[g, col // nr, k, col % nr] = xpad[n, ch, row, j * sw + e * dw]
-                    col += 1
-        for pad_col in range(n_cols, npan * nr):
-            bp[g, pad_col // nr, k, pad_col % nr] = 0
+    for t in prange(groups * npan):
+        g, panel = t // npan, t % npan
+        base = np.zeros(nr, np.int64)
+        valid = 0
+        for lane in range(nr):
+            col = panel * nr + lane
+            if col < n_cols:
+                n, pix = col // (oh * ow), col % (oh * ow)
+                base[lane] = n * c_in * hp * wp + (pix // ow) * sh * wp + (pix % ow) * sw
+                valid += 1
+        for k in range(kk):
+            c, rest = k // (kh * kw), k % (kh * kw)
+            off = (g * c_g + c) * hp * wp + (rest // kw) * dh * wp + (rest % kw) * dw
+            for lane in range(valid):
+                bp[g, panel, k, lane] = xflat[base[lane] + off]
+            for lane in range(valid, nr):
+                bp[g, panel, k, lane] = 0
 
 
 def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
@@ -47,5 +54,6 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
         return
     bp = packed_b(groups, kk, n_img * oh * ow, xpad.dtype)
     if kk:
-        _pack_im2col(bp, xpad, groups, kh, kw, sh, sw, dh, dw, oh, ow)
+        xflat = np.ascontiguousarray(xpad).reshape(-1)
+        _pack_im2col(bp, xflat, xpad.shape[1], hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow)
     product_packed(out, w_g, bp, bias_rows=bias_rows if has_bias else None)
