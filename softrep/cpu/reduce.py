@@ -6,8 +6,9 @@ two passes, both parallel over independent work items:
 
 1. block partials: P[i, j] = the left-to-right sum of block j of row i.
    Work items are (row, group of 8 blocks) when rows are contiguous -- the 8
-   blocks of a group are 8 independent dependency chains interleaved for
-   instruction-level parallelism, each still added left to right -- and
+   blocks of a group are 8 independent dependency chains, each still added
+   left to right: one <8 x float> vector, lane j = block j, for float32 sums
+   of unit stride (`_sum_blocks_f32`), else 8 interleaved scalar chains -- and
    (block, chunk of outputs) when the outputs are contiguous (x[:, k] is a
    contiguous vector, e.g. dim 0 of a row-major matrix): then the inner loop
    runs over outputs and vectorises, each output still adding its own block
@@ -25,7 +26,10 @@ results do not depend on how the work is split; they use the same two passes
 import functools
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ..reduction_order import BLOCK, order_key, term_centered_square, term_value, tree_inplace
 from ..rounding import add_rn, canonical
@@ -35,6 +39,113 @@ OUTPUT_CHUNK = 256  # outputs per work item (column layout)
 EXTREME_CHUNK = 4096  # elements per work item for max/min
 
 
+# ------------------------------------------------------------------ 8 blocks per vector
+#
+# The block partials of a float32 sum with unit stride: 8 consecutive blocks
+# advance together, one <8 x float> lane per block.  Each step loads 8
+# consecutive elements of each of the 8 blocks (8 vector loads), transposes
+# that 8x8 tile in registers (shufflevector), and adds its 8 columns to the
+# accumulator in k order -- so lane j computes exactly
+#   ((x[j,0] + x[j,1]) + x[j,2]) + ... + x[j,127],
+# block j's left-to-right sum of docs/order.md, with IEEE fadd (no fast-math
+# flags: round to nearest, no reassociation).  A software prefetch 8 KB ahead
+# keeps the 8 interleaved streams in flight (prefetches never fault, past the
+# end of the array included).  Scalar chains were compute-bound at ~1 ns per
+# element per core; this is memory-bound.
+
+_F32 = ir.FloatType()
+_V8 = ir.VectorType(_F32, 8)
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_PREFETCH_AHEAD = 2048  # elements (8 KB): one work item ahead
+VECTOR_GROUPS = 1  # groups of 8 blocks per vector work item
+WORK_BLOCKS = INTERLEAVE * VECTOR_GROUPS  # blocks per work item of the row layout
+
+
+def _shuffle(builder, a, b, lanes):
+    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, 8), [ir.Constant(_I32, i) for i in lanes]))
+
+
+def _transpose8(builder, rows):
+    """Columns of the 8x8 tile whose rows are `rows`: column k = [rows[j][k] for j]."""
+    lo, hi = [0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15]
+    t = []
+    for p in range(0, 8, 2):
+        t += [_shuffle(builder, rows[p], rows[p + 1], lo), _shuffle(builder, rows[p], rows[p + 1], hi)]
+    a, b = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+    u = [_shuffle(builder, t[q], t[q + 2], m) for q in (0, 1, 4, 5) for m in (a, b)]
+    l4, h4 = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
+    return [_shuffle(builder, u[q], u[q + 4], l4) for q in range(4)] + \
+        [_shuffle(builder, u[q], u[q + 4], h4) for q in range(4)]
+
+
+@intrinsic
+def _sum_blocks_f32(typingctx, dst, row, start, out_index):
+    """dst[out_index + j] = left-to-right sum of row[start + 128 j : start + 128 (j + 1)],
+    j = 0..8*VECTOR_GROUPS-1; float32, `row` of unit stride, all blocks full."""
+    sig = types.void(dst, row, start, out_index)
+
+    def codegen(context, builder, signature, args):
+        d = context.make_array(signature.args[0])(context, builder, args[0])
+        r = context.make_array(signature.args[1])(context, builder, args[1])
+        vector_ptr, byte_ptr = _V8.as_pointer(), ir.IntType(8).as_pointer()
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+
+        def columns(base, k, fetch_ahead=True):
+            rows = []
+            for j in range(8):
+                if fetch_ahead:  # one prefetch per 64-byte line: every other tile
+                    ahead = builder.gep(base, [builder.add(k, ir.Constant(_I64, j * BLOCK + _PREFETCH_AHEAD))])
+                    builder.call(prefetch, [builder.bitcast(ahead, byte_ptr)] + [ir.Constant(_I32, v) for v in (0, 3, 1)])
+                here = builder.gep(base, [builder.add(k, ir.Constant(_I64, j * BLOCK))])
+                rows.append(builder.load(builder.bitcast(here, vector_ptr), align=4))
+            return _transpose8(builder, rows)
+
+        bases = [builder.gep(r.data, [builder.add(args[2], ir.Constant(_I64, 8 * BLOCK * g))])
+                 for g in range(VECTOR_GROUPS)]
+        slots = []
+        for base in bases:
+            first = columns(base, ir.Constant(_I64, 0)) + columns(base, ir.Constant(_I64, 8), False)
+            acc = first[0]  # the partial starts at element 0, as the scalar chain does
+            for column in first[1:]:
+                acc = builder.fadd(acc, column)
+            slots.append(cgutils.alloca_once_value(builder, acc))
+        with cgutils.for_range_slice(builder, ir.Constant(_I64, 16), ir.Constant(_I64, BLOCK),
+                                     ir.Constant(_I64, 16)) as (k, _):
+            # Several groups' accumulators are independent chains, interleaved.
+            tiles = [columns(base, k) + columns(base, builder.add(k, ir.Constant(_I64, 8)), False)
+                     for base in bases]
+            accs = [builder.load(slot) for slot in slots]
+            for step in range(16):
+                accs = [builder.fadd(acc, tile[step]) for acc, tile in zip(accs, tiles)]
+            for slot, acc in zip(slots, accs):
+                builder.store(acc, slot)
+        for g, slot in enumerate(slots):
+            out = builder.gep(d.data, [builder.add(args[3], ir.Constant(_I64, 8 * g))])
+            builder.store(builder.load(slot), builder.bitcast(out, vector_ptr), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _vector_group(dst, row, start, out_index):
+    """Sum INTERLEAVE * VECTOR_GROUPS full blocks with _sum_blocks_f32 when the dtype
+    allows; False if not done."""
+
+
+@overload(_vector_group)
+def _vector_group_impl(dst, row, start, out_index):
+    if row.dtype == types.float32 and dst.dtype == types.float32:
+        def impl(dst, row, start, out_index):
+            _sum_blocks_f32(dst, row, start, out_index)
+            return True
+    else:
+        def impl(dst, row, start, out_index):
+            return False
+    return impl
+
+
 # Each parallel loop below calls a separately compiled (non-parallel) function
 # for its work item: Numba's parfor lowering of loops nested in a prange body
 # measured up to 30x slower than the same loop compiled on its own.
@@ -42,8 +153,10 @@ EXTREME_CHUNK = 4096  # elements per work item for max/min
 
 @functools.lru_cache(maxsize=None)
 def _sum_kernels(term):
+    plain_values = term is term_value  # a compile-time constant in the kernels below
+
     @njit(cache=True)
-    def row_group(dst, row, c, j0, nb, n):
+    def row_eight(dst, row, c, j0, nb, n):
         # Blocks j0 .. j0+INTERLEAVE-1 of one row: 8 independent chains side by side.
         if (j0 + INTERLEAVE) * BLOCK <= n:
             b = j0 * BLOCK
@@ -80,14 +193,25 @@ def _sum_kernels(term):
                     p = add_rn(p, term(row[k], c))
                 dst[j] = p
 
+    @njit(cache=True)
+    def row_group(dst, row, c, j0, nb, n, unit_stride):
+        # Blocks j0 .. j0+WORK_BLOCKS-1 of one row: vectorised when possible, else
+        # 8 scalar chains at a time (the same sums either way).
+        if plain_values and unit_stride and (j0 + WORK_BLOCKS) * BLOCK <= n:
+            if _vector_group(dst, row, j0 * BLOCK, j0):
+                return
+        for g0 in range(j0, min(j0 + WORK_BLOCKS, nb), INTERLEAVE):
+            row_eight(dst, row, c, g0, nb, n)
+
     @njit(parallel=True, cache=True)
     def row_partials(P, x, center):
         M, n = x.shape
         nb = P.shape[1]
-        ngroups = (nb + INTERLEAVE - 1) // INTERLEAVE
-        for w in prange(M * ngroups):
-            i = w // ngroups
-            row_group(P[i], x[i], center[i], (w % ngroups) * INTERLEAVE, nb, n)
+        nwork = (nb + WORK_BLOCKS - 1) // WORK_BLOCKS
+        unit_stride = x.strides[1] == x.itemsize and P.strides[1] == P.itemsize
+        for w in prange(M * nwork):
+            i = w // nwork
+            row_group(P[i], x[i], center[i], (w % nwork) * WORK_BLOCKS, nb, n, unit_stride)
 
     @njit(cache=True)
     def column_block(dst, xt, center, s, stop, i0, i1):
