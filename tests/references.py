@@ -56,3 +56,42 @@ def same_bits(a, b):
     if math.isnan(a) and math.isnan(b):
         return True
     return np.array(a).tobytes() == np.array(b).tobytes()
+
+
+# The sum order of docs/order.md ("Reductions"): blocks of SUM_BLOCK terms, each
+# added left to right from its first term, then a pairwise tree over the block
+# partials, level by level (an odd last partial moves up unchanged).
+SUM_BLOCK = 128
+
+
+def documented_sum(terms, add=lambda a, b: a + b, empty=None):
+    """The documented sum of `terms` with `add` rounding once per addition (by
+    default numpy's + on the terms' own dtype: IEEE round to nearest).  No
+    terms: `empty`."""
+    terms = list(terms)
+    if not terms:
+        return empty
+    partials = []
+    with np.errstate(all="ignore"):
+        for start in range(0, len(terms), SUM_BLOCK):
+            p = terms[start]
+            for t in terms[start + 1:start + SUM_BLOCK]:
+                p = add(p, t)
+            partials.append(p)
+        while len(partials) > 1:
+            level = [add(partials[2 * t], partials[2 * t + 1]) for t in range(len(partials) // 2)]
+            if len(partials) % 2:
+                level.append(partials[-1])
+            partials = level
+    return partials[0]
+
+
+def correctly_rounded_f32(name, x):
+    """float32 name(x) rounded once to nearest: MPFR in IEEE binary32 (sigmoid,
+    which gmpy2 lacks, from the verifier's MPFR evaluation)."""
+    if name == "sigmoid":
+        from softrep import verify
+
+        return verify.mpfr_f32("sigmoid", np.float32(x))[0]
+    with gmpy2.context(gmpy2.ieee(32)):
+        return np.float32(float(getattr(gmpy2, name)(gmpy2.mpfr(float(x)))))

@@ -4,49 +4,25 @@ functions"): numpy float32 arithmetic (IEEE round to nearest), MPFR for the
 correctly rounded exp/log/log1p/tanh, and the blocked pairwise sum written out
 again here.  Gradients against torch with a tolerance."""
 
-import gmpy2
 import numpy as np
 import pytest
 import torch
 
 import softrep
-from softrep import verify as V
 
 from golden import check, normal_tensor
-
-BLOCK = 128
+from references import documented_sum, correctly_rounded_f32
 
 
 def bits(a):
     return np.asarray(a, dtype=np.float32).view(np.uint32)
 
 
-def cr(name, x):
-    """Correctly rounded float32 name(x) from MPFR's IEEE binary32 context."""
-    if name == "sigmoid":
-        return V.mpfr_f32("sigmoid", np.float32(x))[0]
-    with gmpy2.context(gmpy2.ieee(32)):
-        return np.float32(float(getattr(gmpy2, name)(gmpy2.mpfr(float(x)))))
+cr = correctly_rounded_f32
 
 
 def doc_sum(terms):
-    """docs/order.md: blocks of 128 added left to right from their first term, then
-    the pairwise tree level by level (odd last partial moves up)."""
-    terms = [np.float32(t) for t in terms]
-    if not terms:
-        return np.float32(0.0)
-    partials = []
-    for b in range(0, len(terms), BLOCK):
-        p = terms[b]
-        for t in terms[b + 1:b + BLOCK]:
-            p = np.float32(p + t)
-        partials.append(p)
-    while len(partials) > 1:
-        nxt = [np.float32(partials[i] + partials[i + 1]) for i in range(0, len(partials) - 1, 2)]
-        if len(partials) % 2:
-            nxt.append(partials[-1])
-        partials = nxt
-    return partials[0]
+    return documented_sum([np.float32(t) for t in terms], empty=np.float32(0.0))
 
 
 def rows(x, dim):

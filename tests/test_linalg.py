@@ -5,7 +5,6 @@ binary64 context, following docs/order.md ("Matrix products") and sharing no
 code with softrep.  Bits are compared exactly (NaN against the canonical NaN).
 """
 
-import hashlib
 import os
 import subprocess
 import sys

@@ -9,19 +9,16 @@
   empty selections; CPU == CUDA simulator bits; golden vectors; bad input.
 """
 
-import gmpy2
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 import softrep
-from softrep import verify as V
 from golden import check, normal_tensor
-from references import mpfr_op
+from references import documented_sum, correctly_rounded_f32, mpfr_op
 
 GOLDEN = "losses.json"
-BLOCK = 128
 
 
 def bits(t):
@@ -39,32 +36,11 @@ def op(name, *args):
     return mpfr_op(name, args, np.float32)
 
 
-def cr(name, x):
-    """Correctly rounded float32 name(x) (MPFR in IEEE binary32)."""
-    if name == "sigmoid":
-        return V.mpfr_f32("sigmoid", np.float32(x))[0]
-    with gmpy2.context(gmpy2.ieee(32)):
-        return np.float32(float(getattr(gmpy2, name)(gmpy2.mpfr(float(x)))))
+cr = correctly_rounded_f32
 
 
 def doc_sum(terms):
-    """docs/order.md: blocks of 128 added left to right from their first term,
-    then the pairwise tree level by level (an odd last partial moves up)."""
-    terms = list(terms)
-    if not terms:
-        return np.float32(0.0)
-    partials = []
-    for b in range(0, len(terms), BLOCK):
-        p = terms[b]
-        for t in terms[b + 1:b + BLOCK]:
-            p = op("add", p, t)
-        partials.append(p)
-    while len(partials) > 1:
-        nxt = [op("add", partials[i], partials[i + 1]) for i in range(0, len(partials) - 1, 2)]
-        if len(partials) % 2:
-            nxt.append(partials[-1])
-        partials = nxt
-    return partials[0]
+    return documented_sum(terms, add=lambda a, b: op("add", a, b), empty=np.float32(0.0))
 
 
 def neg(v):

@@ -6,7 +6,6 @@ import math
 from fractions import Fraction
 
 import gmpy2
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st

@@ -10,7 +10,6 @@ values, special values, both ends of every binade, every entry of the
 function's exception table and the saved hard cases.
 """
 
-import importlib
 import os
 import sys
 

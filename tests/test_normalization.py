@@ -15,10 +15,9 @@ import torch.nn.functional as F
 
 import softrep
 from golden import check, normal_tensor
-from references import mpfr_op
+from references import documented_sum, mpfr_op
 
 GOLDEN = "normalization.json"
-BLOCK = 128
 
 
 def bits(t):
@@ -37,23 +36,7 @@ def op(name, *args):
 
 
 def doc_sum(terms):
-    """docs/order.md: blocks of 128 added left to right from their first term,
-    then the pairwise tree level by level (an odd last partial moves up)."""
-    terms = list(terms)
-    if not terms:
-        return np.float32(0.0)
-    partials = []
-    for b in range(0, len(terms), BLOCK):
-        p = terms[b]
-        for t in terms[b + 1:b + BLOCK]:
-            p = op("add", p, t)
-        partials.append(p)
-    while len(partials) > 1:
-        nxt = [op("add", partials[i], partials[i + 1]) for i in range(0, len(partials) - 1, 2)]
-        if len(partials) % 2:
-            nxt.append(partials[-1])
-        partials = nxt
-    return partials[0]
+    return documented_sum(terms, add=lambda a, b: op("add", a, b), empty=np.float32(0.0))
 
 
 def emulate_normalize(row, eps, center):

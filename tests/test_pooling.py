@@ -14,29 +14,11 @@ import torch.nn.functional as F
 from softrep.pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 from golden import check, normal_tensor
-from references import mpfr_op
-
-BLOCK = 128
+from references import documented_sum, mpfr_op
 
 
 def doc_sum(terms):
-    """docs/order.md sum: blocks of 128 left to right from their first term, then a
-    pairwise tree (an odd last partial moves up); no terms: +0."""
-    terms = [np.float32(t) for t in terms]
-    if not terms:
-        return np.float32(0.0)
-    partials = []
-    for b in range(0, len(terms), BLOCK):
-        p = terms[b]
-        for t in terms[b + 1:b + BLOCK]:
-            p = np.float32(p + t)
-        partials.append(p)
-    while len(partials) > 1:
-        nxt = [np.float32(partials[i] + partials[i + 1]) for i in range(0, len(partials) - 1, 2)]
-        if len(partials) % 2:
-            nxt.append(partials[-1])
-        partials = nxt
-    return partials[0]
+    return documented_sum([np.float32(t) for t in terms], empty=np.float32(0.0))
 
 
 def bits(t):

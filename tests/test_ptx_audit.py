@@ -1,8 +1,6 @@
 """PTX audit of every registered CUDA kernel (no GPU needed), and proof that the
 audit catches what it must catch."""
 
-import numpy as np
-import pytest
 from numba import cuda
 from numba.core import types
 

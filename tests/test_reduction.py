@@ -18,6 +18,7 @@ import torch
 import softrep
 from softrep import reduction_order as O
 from golden import bit_pattern_tensor, check, normal_tensor
+from references import documented_sum
 
 DTYPES = [torch.float32, torch.float64]
 NP = {torch.float32: np.float32, torch.float64: np.float64}
@@ -25,26 +26,6 @@ UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
 
 
 # --------------------------------------------------------------------------- the reference
-
-
-def documented_sum(values):
-    """The order of docs/order.md, on numpy scalars (each + rounds once, to nearest)."""
-    values = list(values)
-    if not values:
-        return None  # caller supplies +0 of its dtype
-    partials = []
-    with np.errstate(all="ignore"):
-        for start in range(0, len(values), 128):
-            p = values[start]
-            for v in values[start + 1:start + 128]:
-                p = p + v
-            partials.append(p)
-        while len(partials) > 1:
-            level = [partials[2 * t] + partials[2 * t + 1] for t in range(len(partials) // 2)]
-            if len(partials) % 2:
-                level.append(partials[-1])
-            partials = level
-    return partials[0]
 
 
 def rows_of(x, dims):
