@@ -288,3 +288,23 @@ def test_simulator_accurate_path():
         for x, g in zip(xs, got):
             expected, _ = V.mpfr_f32(name, x)
             assert bits(g) == bits(expected)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid"])
+def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
+    # float32 CPU launches of these functions run <name>_fast (branch-free, so
+    # the loop vectorises) over every input, then <name>_f32 where the fast
+    # path could not decide.  The saved hard cases include such inputs: the
+    # op must still round them correctly (MPFR), and the decided ones too.
+    import importlib
+
+    from references import correctly_rounded_f32
+
+    assert M.FUNCTIONS[name].kernel.decided_fast is not None
+    fast = getattr(importlib.import_module(f"softrep.math.{name}"), f"{name}_fast")
+    hard = V.load_hard_cases(name).view(np.float32)[:400]
+    decided = np.array([fast(x)[1] for x in hard])
+    assert 0 < np.count_nonzero(~decided) < len(hard)
+    got = M.FUNCTIONS[name].op(torch.from_numpy(hard.copy())).numpy()
+    want = np.array([correctly_rounded_f32(name, x) for x in hard], dtype=np.float32)
+    assert np.array_equal(bits(got), bits(want))

@@ -6,6 +6,11 @@ One function per module, softrep/math/<name>.py, holding:
   kernel, float32 in, float32 out, correctly rounded to nearest-even for every
   input (the scheme is described in softrep/math/_core.py, the proofs in
   docs/mathlib.md);
+* optionally `<name>_fast(x)`: the float32 fast path alone, branch-free,
+  returning (result, True) when it decides the correctly rounded result and
+  (anything, False) otherwise; `<name>_f32` must then be exactly "fast, else
+  the accurate path".  The CPU launcher then runs it as a vectorisable first
+  loop (softrep/cpu/launch.py);
 * optionally `<name>_f64(x)`: the float64 version.  Without it, the op raises
   a TypeError on float64 tensors;
 * `grad(g, out, *inputs)`: the input gradients as a tuple of tensors, made of
@@ -125,7 +130,14 @@ def _discover():
         arg_names = tuple(getattr(module, "ARG_NAMES", ("input", "other")[:arity]))
         f64 = getattr(module, f"{name}_f64", None)
         grad = getattr(module, "grad", None) or _no_grad(name)
-        fn = MathFunction(name, arity, arg_names, f32, f64, _scalar_kernel(name, f32, f64, arity), grad, None)
+        kernel = _scalar_kernel(name, f32, f64, arity)
+        fast = getattr(module, f"{name}_fast", None)
+        if fast is not None:
+            # float32 CPU launches run `fast` over everything first, then `f32`
+            # where it did not decide (softrep/cpu/launch.py); `f32` must be
+            # `fast` followed by the accurate path, so the bits are f32's.
+            kernel.decided_fast = fast
+        fn = MathFunction(name, arity, arg_names, f32, f64, kernel, grad, None)
         fn.op = _public_op(fn)
         FUNCTIONS[name] = fn
         _register_audit(fn)

@@ -126,6 +126,12 @@ def abs32(x):
 # --------------------------------------------------------------------------- rounding to float32
 
 @jitable
+def clamp(x, lo, hi):
+    """x limited to [lo, hi] by comparisons and selects (builtin min/max become
+    libdevice fminf/fmaxf calls on CUDA); a NaN passes through."""
+    return lo if x < lo else (hi if x > hi else x)
+
+@jitable
 def round_if_safe(y):
     """(float32 nearest y, True) if every value within 2^-46 |y| of y rounds to
     the same float32, else (that float32, False).  y finite or infinite, not NaN."""

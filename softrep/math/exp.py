@@ -12,24 +12,30 @@ Accurate path: `exp_dd(x, 0)`, relative error < 2^-92.
 import numpy as np
 
 from ..rounding import add_rn, jitable, mul_rn, negate, sub_rn
-from ._core import F64, INF32, NAN32, ZERO, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe, two_sum
+from ._core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe, two_sum
 
 EXP_OVERFLOW = np.float32(89.0)
 EXP_UNDERFLOW = np.float32(-104.0)
 
 @jitable
+def exp_fast(x):
+    """(exp(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide.  Branch-free: the specials are selected at the end,
+    and the clamp keeps the double evaluation in range (a NaN evaluates exp(0))."""
+    above, below, nan = x > EXP_OVERFLOW, x < EXP_UNDERFLOW, x != x
+    r, ok = round_if_safe(exp_core(F64(ZERO32 if nan else clamp(x, EXP_UNDERFLOW, EXP_OVERFLOW)), ZERO))
+    r = INF32 if above else r
+    r = ZERO32 if below else r
+    r = NAN32 if nan else r
+    return r, ok or above or below or nan
+
+
+@jitable
 def exp_f32(x):
-    if x != x:
-        return NAN32
-    if x > EXP_OVERFLOW:
-        return INF32
-    if x < EXP_UNDERFLOW:
-        return ZERO32
-    z = F64(x)
-    r, ok = round_if_safe(exp_core(z, ZERO))
+    r, ok = exp_fast(x)
     if ok:
         return r
-    h, l = exp_dd(z, ZERO)
+    h, l = exp_dd(F64(x), ZERO)
     return dd_to_f32(h, l)
 
 

@@ -13,21 +13,29 @@ from ..rounding import add_rn, jitable, mul_rn, negate
 from ._core import F64, INF32, NAN32, ZERO, dd_add, dd_to_f32, log_core, log_dd, round_if_safe
 
 ZERO_F32 = np.float32(0.0)
+ONE_F32 = np.float32(1.0)
 NEG_INF32 = np.float32(-np.inf)
 
 @jitable
+def log_fast(x):
+    """(log(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide.  Branch-free: specials evaluate log_core(1) and are
+    selected at the end."""
+    nan, zero, inf = x != x or x < ZERO_F32, x == ZERO_F32, x == INF32
+    special = nan or zero or inf
+    r, ok = round_if_safe(log_core(F64(ONE_F32 if special else x)))
+    r = INF32 if inf else r
+    r = NEG_INF32 if zero else r
+    r = NAN32 if nan else r
+    return r, ok or special
+
+
+@jitable
 def log_f32(x):
-    if x != x or x < ZERO_F32:
-        return NAN32
-    if x == ZERO_F32:
-        return NEG_INF32
-    if x == INF32:
-        return INF32
-    xd = F64(x)
-    r, ok = round_if_safe(log_core(xd))
+    r, ok = log_fast(x)
     if ok:
         return r
-    h, l = log_dd(xd, ZERO)
+    h, l = log_dd(F64(x), ZERO)
     return dd_to_f32(h, l)
 
 

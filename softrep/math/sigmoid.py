@@ -14,7 +14,7 @@ import numpy as np
 
 from ..rounding import add_rn, div_rn, fabs, jitable, negate
 from .exp import exp_f64
-from ._core import (abs32, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
+from ._core import (abs32, clamp, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
                     round_if_safe)
 
 SIGMOID_HI = np.float32(120.0)
@@ -23,19 +23,27 @@ ONE_F32 = np.float32(1.0)
 ZERO_F32 = np.float32(0.0)
 
 @jitable
-def sigmoid_f32(x):
-    if x != x:
-        return NAN32
-    if x > SIGMOID_HI:
-        return ONE_F32
-    if x < SIGMOID_LO:
-        return ZERO32
-    na = negate(F64(abs32(x)))
-    t = exp_core(na, ZERO)
-    num = ONE if x >= ZERO_F32 else t
+def sigmoid_fast(x):
+    """(sigmoid(x) correctly rounded, True), or (undecided, False) where the
+    fast path cannot decide.  Branch-free: x is clamped to [SIGMOID_LO,
+    SIGMOID_HI] (a NaN evaluates sigmoid(0)), the specials selected at the end."""
+    nan, above, below = x != x, x > SIGMOID_HI, x < SIGMOID_LO
+    xc = ZERO_F32 if nan else clamp(x, SIGMOID_LO, SIGMOID_HI)
+    t = exp_core(negate(F64(abs32(xc))), ZERO)
+    num = ONE if xc >= ZERO_F32 else t
     r, ok = round_if_safe(div_rn(num, add_rn(ONE, t)))
+    r = ONE_F32 if above else r
+    r = ZERO32 if below else r
+    r = NAN32 if nan else r
+    return r, ok or above or below or nan
+
+
+@jitable
+def sigmoid_f32(x):
+    r, ok = sigmoid_fast(x)
     if ok:
         return r
+    na = negate(F64(abs32(x)))
     th, tl = exp_dd(na, ZERO)
     dh, dl = dd_add(ONE, ZERO, th, tl)
     if x >= ZERO_F32:

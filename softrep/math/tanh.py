@@ -19,24 +19,34 @@ from ._core import (abs32, neg32, signbit32, F64, NAN32, ONE, TWO, ZERO, dd_add,
 
 TANH_SATURATE = np.float32(20.0)
 ONE_F32 = np.float32(1.0)
+ZERO_F32 = np.float32(0.0)
+
+@jitable
+def tanh_fast(x):
+    """(tanh(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide.  Branch-free: |x| is clamped to the saturation bound
+    (a NaN evaluates tanh(0)), the specials are selected at the end."""
+    ax = abs32(x)
+    nan, saturated = x != x, ax > TANH_SATURATE
+    em = expm1_core(mul_rn(F64(ZERO_F32 if nan else (TANH_SATURATE if saturated else ax)), TWO))
+    r, ok = round_if_safe(div_rn(em, add_rn(em, TWO)))
+    r = ONE_F32 if saturated else r
+    r = neg32(r) if signbit32(x) else r
+    r = NAN32 if nan else r
+    return r, ok or saturated or nan
+
 
 @jitable
 def tanh_f32(x):
-    if x != x:
-        return NAN32
-    ax = abs32(x)
-    if ax > TANH_SATURATE:
-        r = ONE_F32
-    else:
-        a2 = mul_rn(F64(ax), TWO)
-        em = expm1_core(a2)
-        r, ok = round_if_safe(div_rn(em, add_rn(em, TWO)))
-        if not ok:
-            eh, el = exp_dd(a2, ZERO)
-            mh, ml = dd_add(eh, el, negate(ONE), ZERO)
-            dh, dl = dd_add(mh, ml, TWO, ZERO)
-            h, l = dd_div(mh, ml, dh, dl)
-            r = dd_to_f32(h, l)
+    r, ok = tanh_fast(x)
+    if ok:
+        return r
+    a2 = mul_rn(F64(abs32(x)), TWO)
+    eh, el = exp_dd(a2, ZERO)
+    mh, ml = dd_add(eh, el, negate(ONE), ZERO)
+    dh, dl = dd_add(mh, ml, TWO, ZERO)
+    h, l = dd_div(mh, ml, dh, dl)
+    r = dd_to_f32(h, l)
     if signbit32(x):
         return neg32(r)
     return r
