@@ -55,9 +55,25 @@ def test_classify_detects_a_misrounded_output():
     bad = (good.view(np.uint32) ^ np.uint32(1)).view(np.float32)
     ref = V.REFERENCES["exp"]
     rel = ref.libm_ulps * 2.0**-52
-    assert (V._classify(ref.libm, xs, good, rel, V.HARD_ULPS) == V.MISROUNDED).sum() == 0
-    status = V._classify(ref.libm, xs, bad, rel, V.HARD_ULPS)
+    assert (V._classify(ref.libm, xs, good, rel, V.HARD_ULPS, False) == V.MISROUNDED).sum() == 0
+    status = V._classify(ref.libm, xs, bad, rel, V.HARD_ULPS, False)
     assert ((status == V.MISROUNDED) | (status == V.ASK_MPFR)).all()
+
+
+def test_positive_reference_decides_underflow_to_plus_zero():
+    """erfc underflows in float64 on [26.55, 256): the verifier answers +0 there without
+    MPFR.  MPFR agrees on a sample, and -0 or the smallest subnormal is caught."""
+    rng = np.random.Generator(np.random.PCG64(4))
+    xs = rng.uniform(26.6, 255.9, 2000).astype(np.float32)
+    ref = V.REFERENCES["erfc"]
+    rel = ref.libm_ulps * 2.0**-52
+    for x in xs[:20]:
+        assert bits(V.mpfr_f32("erfc", x)[0]) == 0
+    zeros = np.zeros_like(xs)
+    assert (V._classify(ref.libm, xs, zeros, rel, V.HARD_ULPS, True) == V.OK).all()
+    for wrong in (np.float32(-0.0), np.float32(2.0**-149)):
+        status = V._classify(ref.libm, xs, np.full_like(xs, wrong), rel, V.HARD_ULPS, True)
+        assert (status == V.MISROUNDED).all()
 
 
 @pytest.mark.parametrize("name", PART1)
