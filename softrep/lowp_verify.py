@@ -9,9 +9,9 @@ float16), NaN matching any NaN.  `--exhaustive` takes all 2**32 float32 bit
 patterns; otherwise N random bit patterns plus special values.
 
 `--bf16-ops`: add and mul of bfloat16 pairs, in every deterministic rounding,
-against a reference written separately in numpy: the exact sum (float64
-TwoSum) or product (exact in float64), rounded by float64 scaling and
-comparison.  The first operand runs over `--bf16-ops-rows` bit patterns (all
+against a reference written separately (Numba, scalar): the exact sum
+(float64 TwoSum) or product (exact in float64), rounded by float64 scaling and
+comparison.  A NaN result must be the canonical 0x7FC00000.  The first operand runs over `--bf16-ops-rows` bit patterns (all
 65536 = all 2**32 pairs; fewer = evenly spaced rows), the second over all 65536.
 """
 
@@ -20,8 +20,13 @@ import os
 import sys
 import time
 
+import math
+
 import numpy as np
 import torch
+from numba import njit, prange
+
+from ._jit import bitcast
 
 FORMATS = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 MODES = ("nearest", "nearest_away", "down", "up", "zero", "odd")
@@ -74,62 +79,92 @@ def check_conversion(bits, fmt):
 # ---------------------------------------------------------------------------- bf16 ops reference
 
 _BF16_MAX = float.fromhex("0x1.fep127")
+_NEAREST, _NEAREST_AWAY, _DOWN, _UP, _ZERO, _ODD = range(6)  # indices into MODES
 
 
-def reference_bf16(s, e, mode, zero_down_sign=None):
-    """Round the exact value s + e (float64 arrays, |e| <= ulp(s)/2) to bfloat16
-    in `mode`, returned as float32.  Written independently of softrep.formats:
-    float64 scaling by the quantum and comparisons with half a quantum."""
-    out = np.empty(s.shape, dtype=np.float64)
-    finite = np.isfinite(s)
-    out[~finite] = s[~finite]
-    zero = finite & (s == 0)
-    out[zero] = s[zero] if zero_down_sign is None or mode != "down" else zero_down_sign[zero]
-    idx = finite & (s != 0)
-    sv, ev = s[idx], e[idx]
-    neg = sv < 0
-    mag = np.abs(sv)
-    me = np.where(neg, -ev, ev)  # error in the direction of the magnitude
-    frac, ex = np.frexp(mag)  # mag = frac * 2**ex, frac in [0.5, 1)
+@njit(cache=True)
+def _round_bf16(s, e, mode, zero_down_sign):
+    """Round the exact value s + e (float64, |e| <= ulp(s)/2, s = RN(s + e)) to
+    bfloat16 in `mode`, as a float64.  Written independently of softrep.formats:
+    float64 scaling by the quantum and comparisons with half a quantum; every
+    step is exact (powers of two, floor, and a difference of two multiples of
+    ulp(s) that is below 2 quanta)."""
+    if s != s or s == np.inf or s == -np.inf:
+        return s
+    if s == 0.0:
+        return zero_down_sign if mode == _DOWN else s
+    neg = s < 0.0
+    mag = abs(s)
+    me = -e if neg else e  # the error in the direction of the magnitude
+    frac, ex = math.frexp(mag)  # mag = frac 2^ex, frac in [1/2, 1)
     lead = ex - 1
-    lead = np.where((frac == 0.5) & (me < 0), lead - 1, lead)  # exact value just below a power of two
-    qexp = np.maximum(lead, -126) - 7
-    quantum = np.ldexp(1.0, qexp)
-    t = mag / quantum  # exact: scaling by a power of two
-    low = np.floor(t)
-    low = np.where((t == low) & (me < 0), low - 1, low)
-    d0 = mag - low * quantum  # exact: in [0, quantum], a multiple of ulp(mag)
-    half = quantum / 2
-    above = (d0 > half) | ((d0 == half) & (me > 0))
-    tie = (d0 == half) & (me == 0)
-    inexact = (d0 != 0) | (me != 0)
-    odd = np.fmod(low, 2) == 1
-    if mode == "nearest":
-        up = above | (tie & odd)
-    elif mode == "nearest_away":
-        up = above | tie
-    elif mode == "zero":
-        up = np.zeros_like(above)
-    elif mode == "down":
-        up = inexact & neg
-    elif mode == "up":
-        up = inexact & ~neg
-    elif mode == "odd":
-        up = inexact & ~odd
-    else:
-        raise ValueError(mode)
-    res = (low + up) * quantum
-    over = res > _BF16_MAX
-    if mode in ("nearest", "nearest_away"):
-        res[over] = np.inf
-    elif mode in ("zero", "odd"):
-        res[over] = _BF16_MAX
-    elif mode == "down":
-        res[over] = np.where(neg[over], np.inf, _BF16_MAX)
-    else:
-        res[over] = np.where(neg[over], _BF16_MAX, np.inf)
-    out[idx] = np.where(neg, -res, res)
-    return out.astype(np.float32)
+    if frac == 0.5 and me < 0.0:  # the exact value lies just below a power of two
+        lead -= 1
+    quantum = math.ldexp(1.0, max(lead, -126) - 7)
+    t = mag / quantum
+    low = np.floor(t)  # below 2^9: the significand's integer
+    if t == low and me < 0.0:
+        low -= 1.0
+    d0 = mag - low * quantum
+    half = 0.5 * quantum
+    above = d0 > half or (d0 == half and me > 0.0)
+    tie = d0 == half and me == 0.0
+    inexact = d0 != 0.0 or me != 0.0
+    odd = (np.int64(low) & 1) == 1
+    if mode == _NEAREST:
+        up = above or (tie and odd)
+    elif mode == _NEAREST_AWAY:
+        up = above or tie
+    elif mode == _DOWN:
+        up = inexact and neg
+    elif mode == _UP:
+        up = inexact and not neg
+    elif mode == _ZERO:
+        up = False
+    else:  # _ODD
+        up = inexact and not odd
+    res = (low + (1.0 if up else 0.0)) * quantum
+    if res > _BF16_MAX:  # overflow: inf, or the largest finite value toward zero
+        to_inf = mode == _NEAREST or mode == _NEAREST_AWAY or (mode == _DOWN and neg) or (mode == _UP and not neg)
+        res = np.inf if to_inf else _BF16_MAX
+    return -res if neg else res
+
+
+@njit(cache=True)
+def reference_bf16_op(a, b, op, mode):
+    """bfloat16 `op` (0 add, 1 mul) of float64 a, b in `mode`, as a float64."""
+    if op == 0:
+        s = a + b
+        if s != s or s == np.inf or s == -np.inf:
+            return s
+        bb = s - a
+        e = (a - (s - bb)) + (b - bb)  # TwoSum: s + e = a + b exactly
+        # an exact zero sum is -0 when rounding down unless both operands are +0
+        both_pos_zero = a == 0.0 and b == 0.0 and not np.signbit(a) and not np.signbit(b)
+        return _round_bf16(s, e, mode, 0.0 if both_pos_zero else -0.0)
+    s = a * b  # exact: 8 + 8 significant bits, exponents far inside float64's range
+    return _round_bf16(s, 0.0, mode, s)
+
+
+@njit(parallel=True, cache=True)
+def _check_bf16_block(rows, cols, got, op, mode):
+    """Per row: mismatches of got[r * cols.size + j] against the reference for
+    (rows[r], cols[j]), and the first mismatching j (-1 if none).  A NaN must be
+    the canonical 0x7FC00000."""
+    n = cols.size
+    got_bits = got.view(np.uint32)
+    count = np.zeros(rows.size, np.int64)
+    first = np.full(rows.size, -1, np.int64)
+    for r in prange(rows.size):
+        a = np.float64(rows[r])
+        for j in range(n):
+            ref = np.float32(reference_bf16_op(a, np.float64(cols[j]), op, mode))
+            want = np.uint32(0x7FC00000) if ref != ref else bitcast(ref)
+            if got_bits[r * n + j] != want:
+                count[r] += 1
+                if first[r] < 0:
+                    first[r] = j
+    return count, first
 
 
 def bf16_values():
@@ -137,32 +172,22 @@ def bf16_values():
     return (np.arange(65536, dtype=np.uint32) << np.uint32(16)).view(np.float32)
 
 
-def check_bf16_rows(rows, op, mode):
-    """Mismatches of op(a, b) for a in `rows` (float32 bf16 values) and every bf16 b."""
+def check_bf16_rows(rows, op, mode, cols=None):
+    """Mismatches of op(a, b) for a in `rows` and b in `cols` (float32 holding bf16
+    values; every bf16 by default): (count, up to 3 (a, b, got, reference))."""
     from . import lowp
 
-    b = bf16_values()
-    A = torch.from_numpy(rows.reshape(-1, 1))
-    B = torch.from_numpy(b.reshape(1, -1))
+    cols = bf16_values() if cols is None else cols
+    A = torch.from_numpy(np.ascontiguousarray(rows).reshape(-1, 1))
+    B = torch.from_numpy(np.ascontiguousarray(cols).reshape(1, -1))
     got = lowp.apply_elementwise(op, [A, B], "bfloat16", mode).numpy().reshape(-1)
-    a64 = np.repeat(rows.astype(np.float64), b.size)
-    b64 = np.tile(b.astype(np.float64), rows.size)
-    with np.errstate(all="ignore"):
-        if op == "add":
-            s = a64 + b64
-            bb = s - a64
-            e = (a64 - (s - bb)) + (b64 - bb)
-            e = np.where(np.isfinite(s), e, 0.0)
-            # an exact zero sum is -0 when rounding down unless both operands are +0
-            both_pos_zero = (a64 == 0) & (b64 == 0) & ~np.signbit(a64) & ~np.signbit(b64)
-            zero_down = np.where(both_pos_zero, 0.0, -0.0)
-            ref = reference_bf16(s, e, mode, zero_down)
-        else:
-            s = a64 * b64  # exact: 8 + 8 significant bits
-            ref = reference_bf16(s, np.zeros_like(s), mode)
-    count, where = compare_bits(got, ref)
-    bad = [(float(a64[i]), float(b64[i]), float(got[i]), float(ref[i])) for i in where[:3]]
-    return count, bad
+    count, first = _check_bf16_block(rows, cols, got, ("add", "mul").index(op), MODES.index(mode))
+    bad = []
+    for r in np.flatnonzero(count)[:3]:
+        a, b = float(rows[r]), float(cols[first[r]])
+        ref = np.float32(reference_bf16_op(a, b, ("add", "mul").index(op), MODES.index(mode)))
+        bad.append((a, b, float(got[r * cols.size + first[r]]), float(ref)))
+    return int(count.sum()), bad
 
 
 # ---------------------------------------------------------------------------- command
