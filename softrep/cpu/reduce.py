@@ -48,16 +48,21 @@ EXTREME_CHUNK = 4096  # elements per work item for max/min
 # accumulator in k order -- so lane j computes exactly
 #   ((x[j,0] + x[j,1]) + x[j,2]) + ... + x[j,127],
 # block j's left-to-right sum of docs/order.md, with IEEE fadd (no fast-math
-# flags: round to nearest, no reassociation).  A software prefetch 8 KB ahead
-# keeps the 8 interleaved streams in flight (prefetches never fault, past the
-# end of the array included).  Scalar chains were compute-bound at ~1 ns per
-# element per core; this is memory-bound.
+# flags: round to nearest, no reassociation).  Scalar chains were
+# compute-bound at ~1 ns per element per core; this is memory-bound.
+#
+# The tile order touches the work item's cache lines 8 blocks (512 bytes)
+# apart, a pattern the hardware prefetcher follows poorly: from DRAM it ran at
+# ~5 GB/s per core against ~27 GB/s from L3.  So the work item (4 KB) is first
+# copied to the stack in address order, with a software prefetch 16 KB ahead
+# into L2, and the tiles are read from that L1-resident copy (10^7 elements, 2
+# threads: 3.5 -> 2.2 ms on the development VM).  The copy changes no value.
 
 _F32 = ir.FloatType()
 _V8 = ir.VectorType(_F32, 8)
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
-_PREFETCH_AHEAD = 2048  # elements (8 KB): one work item ahead
+_PREFETCH_AHEAD = 4096  # elements (16 KB) ahead of the copy, into L2
 VECTOR_GROUPS = 1  # groups of 8 blocks per vector work item
 WORK_BLOCKS = INTERLEAVE * VECTOR_GROUPS  # blocks per work item of the row layout
 
@@ -92,21 +97,30 @@ def _sum_blocks_f32(typingctx, dst, row, start, out_index):
         prefetch = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
 
-        def columns(base, k, fetch_ahead=True):
+        span = WORK_BLOCKS * BLOCK  # elements of one work item
+        source = builder.gep(r.data, [args[2]])
+        copy = cgutils.alloca_once(builder, _F32, size=ir.Constant(_I64, span))
+        with cgutils.for_range_slice(builder, ir.Constant(_I64, 0), ir.Constant(_I64, span),
+                                     ir.Constant(_I64, 32)) as (i, _):
+            for line in (0, 16):  # one prefetch per 64-byte line
+                ahead = builder.gep(source, [builder.add(i, ir.Constant(_I64, _PREFETCH_AHEAD + line))])
+                builder.call(prefetch, [builder.bitcast(ahead, byte_ptr)] + [ir.Constant(_I32, v) for v in (0, 2, 1)])
+            for q in range(0, 32, 8):
+                at = builder.add(i, ir.Constant(_I64, q))
+                value = builder.load(builder.bitcast(builder.gep(source, [at]), vector_ptr), align=4)
+                builder.store(value, builder.bitcast(builder.gep(copy, [at]), vector_ptr), align=4)
+
+        def columns(base, k):
             rows = []
             for j in range(8):
-                if fetch_ahead:  # one prefetch per 64-byte line: every other tile
-                    ahead = builder.gep(base, [builder.add(k, ir.Constant(_I64, j * BLOCK + _PREFETCH_AHEAD))])
-                    builder.call(prefetch, [builder.bitcast(ahead, byte_ptr)] + [ir.Constant(_I32, v) for v in (0, 3, 1)])
                 here = builder.gep(base, [builder.add(k, ir.Constant(_I64, j * BLOCK))])
                 rows.append(builder.load(builder.bitcast(here, vector_ptr), align=4))
             return _transpose8(builder, rows)
 
-        bases = [builder.gep(r.data, [builder.add(args[2], ir.Constant(_I64, 8 * BLOCK * g))])
-                 for g in range(VECTOR_GROUPS)]
+        bases = [builder.gep(copy, [ir.Constant(_I64, 8 * BLOCK * g)]) for g in range(VECTOR_GROUPS)]
         slots = []
         for base in bases:
-            first = columns(base, ir.Constant(_I64, 0)) + columns(base, ir.Constant(_I64, 8), False)
+            first = columns(base, ir.Constant(_I64, 0)) + columns(base, ir.Constant(_I64, 8))
             acc = first[0]  # the partial starts at element 0, as the scalar chain does
             for column in first[1:]:
                 acc = builder.fadd(acc, column)
@@ -114,7 +128,7 @@ def _sum_blocks_f32(typingctx, dst, row, start, out_index):
         with cgutils.for_range_slice(builder, ir.Constant(_I64, 16), ir.Constant(_I64, BLOCK),
                                      ir.Constant(_I64, 16)) as (k, _):
             # Several groups' accumulators are independent chains, interleaved.
-            tiles = [columns(base, k) + columns(base, builder.add(k, ir.Constant(_I64, 8)), False)
+            tiles = [columns(base, k) + columns(base, builder.add(k, ir.Constant(_I64, 8)))
                      for base in bases]
             accs = [builder.load(slot) for slot in slots]
             for step in range(16):
