@@ -14,6 +14,7 @@ import torch
 
 from . import arith, backend
 from . import rounding as R
+from ._memory import empty
 from ._validate import broadcast_shape, rounding_suffix, tensor_operands
 from .cpu import launch as cpu_launch
 from .cuda import launch as cuda_launch
@@ -23,7 +24,7 @@ def _apply(fn, scalar_kernel, names, tensors):
     """Run `scalar_kernel` elementwise over broadcast `tensors`; no autograd."""
     shape = broadcast_shape(fn, names, tensors)
     first = tensors[0]
-    out = torch.empty(shape, dtype=first.dtype, device=first.device)
+    out = empty(shape, dtype=first.dtype, device=first.device)
     if out.numel() == 0:
         return out
     flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]

@@ -18,6 +18,7 @@ import torch
 from . import backend
 from . import formats as F
 from . import random as _random
+from ._memory import empty
 from ._validate import broadcast_shape, tensor_operands
 from .cpu import lowp as cpu_lowp
 from .cuda import lowp as cuda_lowp
@@ -75,7 +76,7 @@ def operation_spec(fn, fmt, dtype, code, saturate=False, arg="format"):
 
 
 def _round_to_forward(x, spec, rng):
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    out = empty(x.shape, dtype=x.dtype, device=x.device)
     if out.numel() == 0:
         return out
     flat = x.detach().contiguous().reshape(-1)
@@ -125,7 +126,7 @@ _ARG_NAMES = {"add": ("input", "other"), "sub": ("input", "other"), "mul": ("inp
 def _elementwise_forward(op, tensors, spec, rng):
     shape = broadcast_shape(op, _ARG_NAMES[op], tensors)
     first = tensors[0]
-    out = torch.empty(shape, dtype=first.dtype, device=first.device)
+    out = empty(shape, dtype=first.dtype, device=first.device)
     if out.numel() == 0:
         return out
     flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
@@ -192,7 +193,7 @@ def _accumulate_spec(fn, accumulate_format, dtype, code):
 
 
 def _mm_forward(a, b, spec, rng):
-    out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    out = empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
     if out.numel() == 0:
         return out
     backend.execute(cpu_lowp.mm, cuda_lowp.mm, [out], [a.detach().contiguous(), b.detach().contiguous()],

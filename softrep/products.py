@@ -16,6 +16,7 @@ import torch
 from . import backend
 from .cpu import linalg as cpu_linalg
 from .cuda import linalg as cuda_linalg
+from ._memory import empty
 from ._validate import FLOAT_DTYPES
 from .elementwise import _sum_to_shape
 
@@ -69,7 +70,7 @@ def _bmm(a, b, addend=None):
     """(B, M, K) @ (B, K, N) [+ addend broadcastable to (B, M, N)] -> (B, M, N); no autograd."""
     nb, m, k = a.shape
     n = b.shape[2]
-    out = torch.empty((nb, m, n), dtype=a.dtype, device=a.device)
+    out = empty((nb, m, n), dtype=a.dtype, device=a.device)
     if out.numel() == 0:
         return out
     inputs = [a.detach().contiguous(), b.detach().contiguous()]
