@@ -203,6 +203,8 @@ def main(argv=None):
     parser.add_argument("--bf16-ops", action="store_true", help="check bfloat16 add and mul of all pairs")
     parser.add_argument("--bf16-ops-rows", type=int, default=65536,
                         help="first operands to take (evenly spaced of 65536; 65536 = all pairs)")
+    parser.add_argument("--bf16-ops-only", default=None, metavar="OP:MODE,...",
+                        help="with --bf16-ops, only these (e.g. mul:up,mul:odd); default: add and mul in every mode")
     parser.add_argument("--chunk-bits", type=int, default=24, help="log2 of the inputs per chunk")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -249,22 +251,29 @@ def main(argv=None):
         nrows = max(1, min(args.bf16_ops_rows, 65536))
         picks = all_rows[np.linspace(0, 65535, nrows).round().astype(np.int64)] if nrows < 65536 else all_rows
         block = max(1, (1 << args.chunk_bits) // 65536)
-        for op in ("add", "mul"):
-            for mode in MODES:
-                start = time.perf_counter()
-                mismatches, checked, examples = 0, 0, []
-                for lo in tqdm(range(0, picks.size, block), desc=f"bf16 {op} {mode}", unit="chunk"):
-                    rows = picks[lo:lo + block]
-                    n, bad = check_bf16_rows(rows, op, mode)
-                    mismatches += n
-                    examples += bad
-                    checked += rows.size * 65536
-                elapsed = time.perf_counter() - start
-                rows_out.append((f"bfloat16 {op}, {mode}", checked, mismatches, elapsed))
-                print(f"done: {rows_out[-1]}", flush=True)
-                if mismatches:
-                    failed = True
-                    print(f"MISMATCH bf16 {op} {mode}: (a, b, got, ref) {examples[:3]}", file=sys.stderr)
+        pairs = [(op, mode) for op in ("add", "mul") for mode in MODES]
+        if args.bf16_ops_only:
+            wanted = [tuple(item.split(":")) for item in args.bf16_ops_only.split(",") if item]
+            unknown = [":".join(w) for w in wanted if w not in pairs]
+            if unknown:
+                parser.error(f"--bf16-ops-only: unknown {', '.join(unknown)}; "
+                             f"use OP:MODE with OP in add, mul and MODE in {', '.join(MODES)}")
+            pairs = wanted
+        for op, mode in pairs:
+            start = time.perf_counter()
+            mismatches, checked, examples = 0, 0, []
+            for lo in tqdm(range(0, picks.size, block), desc=f"bf16 {op} {mode}", unit="chunk"):
+                rows = picks[lo:lo + block]
+                n, bad = check_bf16_rows(rows, op, mode)
+                mismatches += n
+                examples += bad
+                checked += rows.size * 65536
+            elapsed = time.perf_counter() - start
+            rows_out.append((f"bfloat16 {op}, {mode}", checked, mismatches, elapsed))
+            print(f"done: {rows_out[-1]}", flush=True)
+            if mismatches:
+                failed = True
+                print(f"MISMATCH bf16 {op} {mode}: (a, b, got, ref) {examples[:3]}", file=sys.stderr)
     print(f"\nbackend: {args.backend}")
     print("| check | inputs checked | mismatches | time (s) |")
     print("|---|---:|---:|---:|")

@@ -105,3 +105,14 @@ def test_checker_counts_a_wrong_result():
     got[5] = np.uint32(0x7FC00001).view(np.float32) if np.isnan(ref[5]) else -got[5] if got[5] != 0 else 1.0
     count, first = _check_bf16_block(rows, cols, got, 0, 0)
     assert count.tolist() == [1, 1] and first.tolist() == [5, 70000 - 65536]
+
+
+def test_command_selects_op_modes_and_names_bad_ones(capsys):
+    from softrep.lowp_verify import main
+
+    assert main(["--no-conversions", "--bf16-ops", "--bf16-ops-rows", "1", "--bf16-ops-only", "mul:odd"]) == 0
+    out = capsys.readouterr().out
+    assert "| bfloat16 mul, odd | 65,536 | 0 |" in out and "add" not in out.split("backend")[1]
+    with pytest.raises(SystemExit):
+        main(["--no-conversions", "--bf16-ops", "--bf16-ops-only", "div:up"])
+    assert "unknown div:up" in capsys.readouterr().err
