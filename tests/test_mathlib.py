@@ -324,3 +324,29 @@ def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     got = M.FUNCTIONS[name].op(torch.from_numpy(hard.copy())).numpy()
     want = np.array([correctly_rounded_f32(name, x) for x in hard], dtype=np.float32)
     assert np.array_equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid"])
+def test_decided_first_launcher_across_chunks(name):
+    """Undecided inputs at the first and last element of launcher chunks, in several
+    chunks, among ordinary ones: they and a sample of the others equal the scalar
+    kernel's result."""
+    import importlib
+
+    from softrep.cpu.launch import CHUNK
+
+    mod = importlib.import_module(f"softrep.math.{name}")
+    fast, scalar = getattr(mod, f"{name}_fast"), getattr(mod, f"{name}_f32")
+    hard = V.load_hard_cases(name).view(np.float32)
+    undecided = hard[[not fast(x)[1] for x in hard[:400]] + [False] * (hard.size - min(hard.size, 400))]
+    assert undecided.size >= 5
+    rng = np.random.Generator(np.random.PCG64(5))
+    xs = (rng.standard_normal(3 * CHUNK + 11) * 4).astype(np.float32)
+    if name == "log":
+        xs = np.abs(xs)
+    spots = [0, CHUNK - 1, CHUNK, 2 * CHUNK + 7, xs.size - 1]
+    xs[spots] = undecided[:5]
+    got = M.FUNCTIONS[name].op(torch.from_numpy(xs)).numpy()
+    check = np.unique(np.concatenate([spots, np.arange(0, xs.size, 97)]))  # the scalar kernel runs in Python here
+    want = np.array([scalar(x) for x in xs[check]], dtype=np.float32)
+    assert np.array_equal(bits(got[check]), bits(want))

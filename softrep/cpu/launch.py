@@ -46,27 +46,45 @@ def elementwise(f, nin):
     return run
 
 
+CHUNK = 8192  # elements per work item of the decided-first launcher (32 KB of float32)
+
+
 @functools.lru_cache(maxsize=None)
 def _decided_first(f, fast):
     """Launcher for a kernel `f` whose float32 version has a companion
-    `fast(x) -> (f(x), True)`, or `(anything, False)` where it cannot decide:
-    the first loop runs only `fast`, which is branch-free and vectorises; the
-    second computes `f` where `fast` did not decide (about 2^-20 of the inputs
-    for the math functions).  So out[i] = f(x[i]) for every i, exactly as the
-    one-loop launcher computes it (`f` returns `fast`'s result whenever `fast`
-    decides: softrep/math/__init__.py).  Other dtypes take the one-loop path."""
+    `fast(x) -> (f(x), True)`, or `(anything, False)` where it cannot decide.
+    Per chunk of CHUNK elements, a first loop runs only `fast`, which is
+    branch-free and vectorises, and notes whether any element is undecided;
+    only such a chunk (about 2^-21 of the inputs are undecided for the math
+    functions: a handful of chunks) is walked again, while it is still in
+    cache, computing `f` there.  So out[i] = f(x[i]) for every i, exactly as
+    the one-loop launcher computes it (`f` returns `fast`'s result whenever
+    `fast` decides: softrep/math/__init__.py).  Other dtypes take the one-loop
+    path."""
+
+    # The chunk is compiled on its own (Numba does not vectorise a loop nested
+    # in a prange body), with unsigned indices (a signed one gets negative-index
+    # wraparound code on every access) and the numpy error model (Python's
+    # guards integer divisions with a branch); either stopped the vectoriser.
+    @njit(cache=True, error_model="numpy")
+    def chunk(out, x, lo, hi):
+        # An undecided element is marked in `out` itself by a NaN payload that no
+        # result has (every NaN result is canonical): no flag array to allocate.
+        undecided = np.uint32(0)
+        for i in range(np.uint64(lo), np.uint64(hi)):
+            r, ok = fast(x[i])
+            out[i] = canonical(r) if ok else bitcast(UNDECIDED_BITS)
+            undecided |= np.uint32(0) if ok else np.uint32(1)
+        if undecided:
+            for i in range(np.uint64(lo), np.uint64(hi)):
+                if bitcast(out[i]) == UNDECIDED_BITS:
+                    out[i] = canonical(f(x[i]))
 
     @njit(parallel=True, cache=True)
     def two_loops(out, x):
-        # An undecided element is marked in `out` itself by a NaN payload that no
-        # result has (every NaN result is canonical): no flag array, whose fresh
-        # pages would cost as much as the second loop.
-        for i in prange(out.size):
-            r, ok = fast(x[i])
-            out[i] = canonical(r) if ok else bitcast(UNDECIDED_BITS)
-        for i in prange(out.size):
-            if bitcast(out[i]) == UNDECIDED_BITS:
-                out[i] = canonical(f(x[i]))
+        n = out.size
+        for c in prange((n + CHUNK - 1) // CHUNK):
+            chunk(out, x, c * CHUNK, min(n, c * CHUNK + CHUNK))
 
     @njit(parallel=True, cache=True)
     def one_loop(out, x):
