@@ -218,13 +218,14 @@ def dd_div(ah, al, bh, bl):
 
 @jitable
 def pow2(k):
-    """2^k as a double, for an integer -1022 <= k <= 1023 (built from bits: exact).
+    """2^k as a double, for an integer or integer-valued double -1022 <= k <= 1023
+    (built from bits: exact).
 
-    Callers holding k as an integer-valued double pass np.int32(kd), not
-    np.int64(kd): AVX2 converts 4 doubles to int32 in one instruction but has
-    no double -> int64 vector conversion, so an int64 one makes LLVM scalarise
-    that step of a vectorised loop (exp's fast loop ran ~25% slower)."""
-    return bitcast(np.uint64(np.int64(k) + 1023) << np.uint64(52))
+    k goes through int32 (exact in this range): AVX2 converts 4 doubles to
+    int32 in one instruction but has no double -> int64 vector conversion, so
+    an int64 one made LLVM scalarise that step of the vectorised fast loops
+    (exp's ran ~25% slower)."""
+    return bitcast(np.uint64(np.int64(np.int32(k)) + 1023) << np.uint64(52))
 
 @jitable
 def round_to_int(z):
@@ -283,7 +284,7 @@ def exp_core(zh, zl):
     """
     kd, r = exp_reduce(zh, zl)
     q = expm1_poly(r)
-    return mul_rn(add_rn(ONE, q), pow2(np.int32(kd)))
+    return mul_rn(add_rn(ONE, q), pow2(kd))
 
 @jitable
 def expm1_core(z):
@@ -304,7 +305,7 @@ def expm1_core(z):
     small = expm1_poly(z)
     kd, r = exp_reduce(z, ZERO)
     q = expm1_poly(r)
-    s = pow2(np.int32(kd))
+    s = pow2(kd)
     large = fma_rn(s, q, sub_rn(s, ONE))
     return small if fabs(z) <= HALF_LN2 else large
 
@@ -409,7 +410,7 @@ def exp_dd(zh, zl):
     ph, pl = dd_add(ph, pl, ONE, ZERO)
     for _ in range(8):
         ph, pl = dd_mul(ph, pl, ph, pl)
-    s = pow2(np.int32(kd))
+    s = pow2(kd)
     return mul_rn(ph, s), mul_rn(pl, s)
 
 @jitable
