@@ -11,16 +11,17 @@ patterns; otherwise N random bit patterns plus special values.
 `--bf16-ops`: add and mul of bfloat16 pairs, in every deterministic rounding,
 against a reference written separately (Numba, scalar): the exact sum
 (float64 TwoSum) or product (exact in float64), rounded by float64 scaling and
-comparison.  A NaN result must be the canonical 0x7FC00000.  The first operand runs over `--bf16-ops-rows` bit patterns (all
-65536 = all 2**32 pairs; fewer = evenly spaced rows), the second over all 65536.
+comparison; a NaN result must be the canonical 0x7FC00000.  The first operand
+runs over `--bf16-ops-rows` bit patterns (all 65536 = all 2**32 pairs; fewer =
+evenly spaced rows), the second over all 65536; `--bf16-ops-only` picks
+op-modes.
 """
 
 import argparse
+import math
 import os
 import sys
 import time
-
-import math
 
 import numpy as np
 import torch
@@ -172,20 +173,21 @@ def bf16_values():
     return (np.arange(65536, dtype=np.uint32) << np.uint32(16)).view(np.float32)
 
 
-def check_bf16_rows(rows, op, mode, cols=None):
-    """Mismatches of op(a, b) for a in `rows` and b in `cols` (float32 holding bf16
-    values; every bf16 by default): (count, up to 3 (a, b, got, reference))."""
+def check_bf16_rows(rows, op, mode):
+    """Mismatches of op(a, b) for a in `rows` (float32 holding bf16 values) and every
+    bf16 b: (count, up to 3 (a, b, got, reference))."""
     from . import lowp
 
-    cols = bf16_values() if cols is None else cols
+    cols = bf16_values()
     A = torch.from_numpy(np.ascontiguousarray(rows).reshape(-1, 1))
-    B = torch.from_numpy(np.ascontiguousarray(cols).reshape(1, -1))
+    B = torch.from_numpy(cols.reshape(1, -1))
     got = lowp.apply_elementwise(op, [A, B], "bfloat16", mode).numpy().reshape(-1)
-    count, first = _check_bf16_block(rows, cols, got, ("add", "mul").index(op), MODES.index(mode))
+    op_code, mode_code = ("add", "mul").index(op), MODES.index(mode)
+    count, first = _check_bf16_block(rows, cols, got, op_code, mode_code)
     bad = []
     for r in np.flatnonzero(count)[:3]:
         a, b = float(rows[r]), float(cols[first[r]])
-        ref = np.float32(reference_bf16_op(a, b, ("add", "mul").index(op), MODES.index(mode)))
+        ref = np.float32(reference_bf16_op(a, b, op_code, mode_code))
         bad.append((a, b, float(got[r * cols.size + first[r]]), float(ref)))
     return int(count.sum()), bad
 
@@ -212,7 +214,13 @@ def main(argv=None):
     from tqdm import tqdm
 
     rows_out = []
-    failed = False
+
+    def record(name, checked, mismatches, start, first_bad):
+        rows_out.append((name, checked, mismatches, time.perf_counter() - start))
+        print(f"done: {rows_out[-1]}", flush=True)
+        if mismatches:
+            print(f"MISMATCH {name}: {first_bad}", file=sys.stderr)
+
     if not args.no_conversions:
         formats = [f for f in args.formats.split(",") if f]
         for fmt in formats:
@@ -240,12 +248,8 @@ def main(argv=None):
                 mismatches, ex = check_conversion(bits, fmt)
                 examples = list(ex)
                 checked = bits.size
-            elapsed = time.perf_counter() - start
-            rows_out.append((f"float32 -> {fmt}, nearest", checked, mismatches, elapsed))
-            print(f"done: {rows_out[-1]}", flush=True)
-            if mismatches:
-                failed = True
-                print(f"MISMATCH {fmt}: first inputs {[hex(int(b)) for b in examples[:5]]}", file=sys.stderr)
+            record(f"float32 -> {fmt}, nearest", checked, mismatches, start,
+                   f"first inputs {[hex(int(b)) for b in examples[:5]]}")
     if args.bf16_ops:
         all_rows = bf16_values()
         nrows = max(1, min(args.bf16_ops_rows, 65536))
@@ -268,18 +272,13 @@ def main(argv=None):
                 mismatches += n
                 examples += bad
                 checked += rows.size * 65536
-            elapsed = time.perf_counter() - start
-            rows_out.append((f"bfloat16 {op}, {mode}", checked, mismatches, elapsed))
-            print(f"done: {rows_out[-1]}", flush=True)
-            if mismatches:
-                failed = True
-                print(f"MISMATCH bf16 {op} {mode}: (a, b, got, ref) {examples[:3]}", file=sys.stderr)
+            record(f"bfloat16 {op}, {mode}", checked, mismatches, start, f"(a, b, got, ref) {examples[:3]}")
     print(f"\nbackend: {args.backend}")
     print("| check | inputs checked | mismatches | time (s) |")
     print("|---|---:|---:|---:|")
     for name, checked, mismatches, elapsed in rows_out:
         print(f"| {name} | {checked:,} | {mismatches} | {elapsed:.1f} |")
-    return 1 if failed else 0
+    return 1 if any(mismatches for _, _, mismatches, _ in rows_out) else 0
 
 
 if __name__ == "__main__":
