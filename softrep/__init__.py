@@ -3,67 +3,59 @@
 Every floating-point operation is an IEEE-754 operation with a named rounding,
 every reduction follows the order written in docs/order.md, and the same
 algorithm source runs on the CPU (Numba) and on CUDA (numba-cuda).
+
+The package is layered, each layer importing only from those below it
+(docs/architecture.md):
+
+    primitives  rounding, formats, Philox, the jit helpers
+    algorithms  math kernels, products, convolution, reduction order, random draws
+    cpu, cuda   schedules: packing, tiling, grids, threads
+    ops         tensor ops and their autograd Functions
+    nn, optim   layers, functional ops, optimizers
+    tools       audit, patch, record and replay, verify, demo
 """
 
-from . import cpu, cuda, rounding  # noqa: F401  (registers the primitives)
-from .elementwise import abs, add, div, fma, mul, neg, reciprocal, sqrt, square, sub
-from . import reduction  # noqa: F401
-from .reduction import amax, amin, argmax, argmin, mean, std, sum, var
-from . import lowp  # noqa: F401
-from .formats import Format
-from .lowp import round_to
-from .random import Generator, manual_seed
-
-__version__ = "0.1.0"
+from . import cpu, cuda  # noqa: F401  (register the primitives for both targets)
+from . import nn, optim  # noqa: F401
+from .nn.functional import (adaptive_avg_pool2d, avg_pool2d, batch_norm, binary_cross_entropy_with_logits,
+                            cross_entropy, dropout, embedding, gelu, group_norm, layer_norm, leaky_relu,
+                            log_softmax, max_pool2d, mish, mse_loss, nll_loss, relu, rms_norm,
+                            scaled_dot_product_attention, silu, softmax, softplus)
+from .nn.functional.activations import logsumexp
+from .ops.conv import conv1d, conv2d
+from .ops.elementwise import abs, add, div, fma, mul, neg, reciprocal, sqrt, square, sub
+from .ops.generator import Generator, manual_seed
+from .ops.lowp import round_to
+from .ops.math import (atan, cbrt, cos, cosh, erf, erfc, exp, exp2, exp10, expm1, hypot, log, log1p, log2, log10,
+                       pow, rsqrt, sigmoid, sin, sinh, tan, tanh)
+from .ops.products import addmm, bmm, dot, linear, matmul, mm
+from .ops.random import bernoulli, rand, randint, randn, randperm
+from .ops.reduction import amax, amin, argmax, argmin, mean, std, sum, var
+from .primitives.formats import Format
+from .tools.convert import UnsupportedModuleError, from_torch_module
+from .tools.dispatch import NotReproducibleError, audit, patch, reproducible
+from .tools.fingerprint import fingerprint
+from .tools.recording import ReplayDivergenceError, ReplayLogError, record, replay
+from .tools.version import __version__
 
 __all__ = [
+    # elementwise arithmetic, one rounding each
     "abs", "add", "div", "fma", "mul", "neg", "reciprocal", "sqrt", "square", "sub",
+    # reductions
     "amax", "amin", "argmax", "argmin", "mean", "std", "sum", "var",
-    "Format", "Generator", "manual_seed", "round_to",
+    # correctly rounded math
+    "atan", "cbrt", "cos", "cosh", "erf", "erfc", "exp", "exp2", "exp10", "expm1", "hypot", "log", "log1p",
+    "log2", "log10", "pow", "rsqrt", "sigmoid", "sin", "sinh", "tan", "tanh",
+    # products and convolution
+    "addmm", "bmm", "dot", "linear", "matmul", "mm", "conv1d", "conv2d",
+    # neural-network functions
+    "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "cross_entropy",
+    "dropout", "embedding", "gelu", "group_norm", "layer_norm", "leaky_relu", "log_softmax", "logsumexp",
+    "max_pool2d", "mish", "mse_loss", "nll_loss", "relu", "rms_norm", "scaled_dot_product_attention", "silu",
+    "softmax", "softplus",
+    # randomness and low precision
+    "Generator", "manual_seed", "bernoulli", "rand", "randint", "randn", "randperm", "Format", "round_to",
+    # tools
+    "fingerprint", "from_torch_module", "UnsupportedModuleError", "audit", "patch", "reproducible",
+    "NotReproducibleError", "record", "replay", "ReplayDivergenceError", "ReplayLogError",
 ]
-
-# Correctly rounded math functions (one per softrep/math module: exp, log, tanh, ...)
-# and the DL functions built from them.
-from . import math as _mathlib  # noqa: E402
-from .math import *  # noqa: E402,F401,F403
-from .activations import log_softmax, logsumexp, mish, silu, softmax, softplus  # noqa: E402
-from .gelu import gelu  # noqa: E402
-
-__all__ += _mathlib.__all__ + ["log_softmax", "logsumexp", "mish", "silu", "softmax", "softplus"]
-__all__ += ["gelu"]
-
-from .products import addmm, bmm, dot, linear, matmul, mm  # noqa: E402
-from .conv import conv1d, conv2d  # noqa: E402
-
-__all__ += ["addmm", "bmm", "dot", "linear", "matmul", "mm", "conv1d", "conv2d"]
-
-from .normalization import batch_norm, group_norm, layer_norm, rms_norm  # noqa: E402
-from .losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss  # noqa: E402
-
-__all__ += ["batch_norm", "group_norm", "layer_norm", "rms_norm",
-            "binary_cross_entropy_with_logits", "cross_entropy", "mse_loss", "nll_loss"]
-
-from .activations import leaky_relu, relu  # noqa: E402
-from .attention import scaled_dot_product_attention  # noqa: E402
-from .dropout import dropout  # noqa: E402
-from .embedding import embedding  # noqa: E402
-from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
-
-__all__ += ["relu", "leaky_relu", "scaled_dot_product_attention", "dropout", "embedding",
-            "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
-
-from .fingerprint import fingerprint  # noqa: E402
-from .random_ops import bernoulli, rand, randint, randn, randperm  # noqa: E402
-from . import optim, nn  # noqa: E402,F401
-from .convert import UnsupportedModuleError, from_torch_module  # noqa: E402
-
-__all__ += ["fingerprint", "bernoulli", "rand", "randint", "randn", "randperm"]
-__all__ += ["from_torch_module", "UnsupportedModuleError"]
-
-from .dispatch import NotReproducibleError, audit, patch, reproducible  # noqa: E402
-
-__all__ += ["audit", "patch", "reproducible", "NotReproducibleError"]
-
-from .recording import ReplayDivergenceError, ReplayLogError, record, replay  # noqa: E402
-
-__all__ += ["record", "replay", "ReplayDivergenceError", "ReplayLogError"]

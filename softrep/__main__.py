@@ -33,7 +33,7 @@ def _example(args):
     f = softrep.fma(torch.tensor([1 + 2**-23]), torch.tensor([1 - 2**-24]), torch.tensor([-1.0]))
     m = softrep.add(softrep.mul(torch.tensor([1 + 2**-23]), torch.tensor([1 - 2**-24])), torch.tensor([-1.0]))
     print(f"fma(a, b, c) = {f.item():.9g}, add(mul(a, b), c) = {m.item():.9g}  (one rounding vs two)")
-    print("backend:", softrep.backend.select(x), "| NaN bits:",
+    print("backend:", softrep.ops.backend.select(x), "| NaN bits:",
           hex(softrep.div(torch.zeros(1), torch.zeros(1)).view(torch.int32).item() & 0xFFFFFFFF))
     return 0
 
@@ -59,12 +59,12 @@ def _audit_ptx(args):
 
 # Commands that parse their own arguments: name -> (module, function(argv) -> exit code, help).
 DELEGATED = {
-    "verify": ("softrep.verify", "main", "verify a correctly rounded math function"),
-    "verify-formats": ("softrep.lowp_verify", "main", "verify low-precision conversions and arithmetic"),
-    "demo": ("softrep.demo", "main", "train a CNN on the digits data; check the reference fingerprints"),
-    "audit": ("softrep.dispatch.cli", "main", "run a script under the op audit"),
-    "record": ("softrep.recording.cli", "record_main", "run a script, recording its randomness"),
-    "replay": ("softrep.recording.cli", "replay_main", "run a script, replaying recorded randomness"),
+    "verify": ("softrep.tools.verify", "main", "verify a correctly rounded math function"),
+    "verify-formats": ("softrep.tools.verify_formats", "main", "verify low-precision conversions and arithmetic"),
+    "demo": ("softrep.tools.demo", "main", "train a CNN on the digits data; check the reference fingerprints"),
+    "audit": ("softrep.tools.dispatch.cli", "main", "run a script under the op audit"),
+    "record": ("softrep.tools.recording.cli", "record_main", "run a script, recording its randomness"),
+    "replay": ("softrep.tools.recording.cli", "replay_main", "run a script, replaying recorded randomness"),
 }
 
 

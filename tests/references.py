@@ -90,7 +90,7 @@ def correctly_rounded_f32(name, x):
     """float32 name(x) rounded once to nearest: MPFR in IEEE binary32 (sigmoid,
     which gmpy2 lacks, from the verifier's MPFR evaluation)."""
     if name == "sigmoid":
-        from softrep import verify
+        from softrep.tools import verify as verify
 
         return verify.mpfr_f32("sigmoid", np.float32(x))[0]
     with gmpy2.context(gmpy2.ieee(32)):

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 import softrep
-from softrep.attention import scaled_dot_product_attention as sdpa
-from softrep.dropout import dropout
+from softrep.nn.functional.attention import scaled_dot_product_attention as sdpa
+from softrep.nn.functional.regularization import dropout
 
 from golden import check, normal_tensor
 from test_pooling import bits
@@ -31,7 +31,7 @@ def test_scale_is_rounded_once_from_the_correct_double():
     for E in (1, 3, 4, 7, 64, 100):
         with gmpy2.context(gmpy2.ieee(64)):
             ref = float(1 / gmpy2.sqrt(gmpy2.mpfr(E)))  # MPFR sqrt, then one double division
-        from softrep.attention import default_scale
+        from softrep.nn.functional.attention import default_scale
         assert default_scale(torch.zeros(1, E), None) == ref
 
 
@@ -137,8 +137,8 @@ def test_thread_counts_bit_identical():
     numba and torch threads (set in-process; the kernels read the count per launch)."""
     import numba
 
-    from softrep.embedding import embedding
-    from softrep.pooling import avg_pool2d, max_pool2d
+    from softrep.nn.functional.sparse import embedding
+    from softrep.nn.functional.pooling import avg_pool2d, max_pool2d
 
     def run_all():
         q, k, v = (t.requires_grad_() for t in qkv(52, L=9, S=9, E=8, Ev=8))

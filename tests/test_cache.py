@@ -8,12 +8,12 @@ import sys
 
 SCRIPT = r"""
 import json, torch, softrep
-from softrep import rounding as R
+from softrep.primitives import rounding as R
 from softrep.cpu import launch
 softrep.add(torch.ones(3), torch.ones(3), rounding="up")
 d = launch.elementwise(R.add_ru, 2)
 print(json.dumps({"hits": sum(d.stats.cache_hits.values()), "misses": sum(d.stats.cache_misses.values()),
-                  "dir": softrep._jit.cache_dir()}))
+                  "dir": softrep.primitives.jit.cache_dir()}))
 """
 
 
@@ -35,12 +35,12 @@ def test_second_process_loads_kernels_from_cache(tmp_path):
 def test_cache_directory_is_keyed_by_the_source_hash(tmp_path):
     import softrep
 
-    assert softrep._jit.cache_dir().endswith(softrep._jit.SOURCE_HASH)
-    assert len(softrep._jit.SOURCE_HASH) == 16
+    assert softrep.primitives.jit.cache_dir().endswith(softrep.primitives.jit.SOURCE_HASH)
+    assert len(softrep.primitives.jit.SOURCE_HASH) == 16
 
 
 def test_only_modules_marked_no_kernels_are_left_out_of_the_source_hash():
-    from softrep import _jit
+    from softrep.primitives import jit as _jit
 
     marked = b'# softrep: no kernels\n"""Layers."""\n'
     assert _jit._holds_no_kernels(marked)

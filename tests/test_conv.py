@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from softrep import conv as C
+from softrep.ops import conv as C
 from golden import check, normal_tensor
 
 DTYPES = (torch.float32, torch.float64)

@@ -1,5 +1,5 @@
 """The demo and the examples: the published reference fingerprints (README and
-softrep/demo.py) are what the demo computes, and the examples run."""
+softrep/tools/demo.py) are what the demo computes, and the examples run."""
 
 import os
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from softrep import demo
+from softrep.tools import demo as demo
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 
 import softrep
-from softrep.dispatch import EXACT, NOT_REPRODUCIBLE, REPRODUCIBLE, NotReproducibleError, Report, cli, ops
-from softrep.dispatch.mode import NotReproducibleWarning
+from softrep.tools.dispatch import EXACT, NOT_REPRODUCIBLE, REPRODUCIBLE, NotReproducibleError, Report, cli, ops
+from softrep.tools.dispatch.mode import NotReproducibleWarning
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "data" / "dispatch" / "mlp_step.py"
@@ -401,7 +401,7 @@ def test_softrep_api_inside_the_mode_is_unchanged():
     def ce_step(mode=None):
         al = a.clone().requires_grad_(True)
         with mode if mode is not None else torch.enable_grad():
-            loss = softrep.losses.cross_entropy(softrep.matmul(al, w), labels)
+            loss = softrep.nn.functional.losses.cross_entropy(softrep.matmul(al, w), labels)
             loss.backward()
         return loss.detach(), al.grad
 
@@ -550,7 +550,7 @@ def test_cross_entropy_matches_softrep_api(kwargs):
         return loss.detach(), x.grad
 
     mode = softrep.reproducible()
-    for got, want in zip(run(F.cross_entropy, mode), run(softrep.losses.cross_entropy)):
+    for got, want in zip(run(F.cross_entropy, mode), run(softrep.nn.functional.losses.cross_entropy)):
         assert_same_bits(got, want)
     assert mode.counts["aten.nll_loss_forward.default"] == 1 and mode.counts["aten.nll_loss_backward.default"] == 1
 
@@ -568,7 +568,7 @@ def test_mse_loss_matches_softrep_api(reduction):
         return loss.detach(), xl.grad, tl.grad
 
     mode = softrep.reproducible()
-    for got, want in zip(run(F.mse_loss, mode), run(softrep.losses.mse_loss)):
+    for got, want in zip(run(F.mse_loss, mode), run(softrep.nn.functional.losses.mse_loss)):
         assert_same_bits(got, want)
     assert mode.counts["aten.mse_loss.default"] == 1 and mode.counts["aten.mse_loss_backward.default"] == 2
 
@@ -598,7 +598,7 @@ def test_layer_norm_matches_softrep_api(normalized_shape, affine):
         return [out.detach()] + [t.grad for t in leaves if t is not None]
 
     mode = softrep.reproducible()
-    for got, want in zip(run(F.layer_norm, mode), run(softrep.normalization.layer_norm)):
+    for got, want in zip(run(F.layer_norm, mode), run(softrep.nn.functional.normalization.layer_norm)):
         assert_same_bits(got, want)
     assert mode.counts["aten.native_layer_norm_backward.default"] == 1
 

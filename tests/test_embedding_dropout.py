@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 
 import softrep
-from softrep.dropout import dropout
-from softrep.embedding import embedding
+from softrep.nn.functional.regularization import dropout
+from softrep.nn.functional.sparse import embedding
 
 from golden import check, normal_tensor
 from references import mpfr_op

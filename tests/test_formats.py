@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import softrep
-from softrep.lowp_verify import compare_bits, special_float32_bits
+from softrep.tools.verify_formats import compare_bits, special_float32_bits
 
 from golden import bit_pattern_tensor, check as golden_check
 

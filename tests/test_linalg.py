@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import softrep
-from softrep import products as P
+from softrep.ops import products as P
 from golden import bit_pattern_tensor, check, normal_tensor
 
 DTYPES = (torch.float32, torch.float64)
@@ -258,7 +258,7 @@ def test_layout_invariance(dtype):
 
 _THREAD_SCRIPT = """
 import hashlib, numpy as np, torch
-from softrep import products as P
+from softrep.ops import products as P
 rng = np.random.Generator(np.random.PCG64(5))
 h = hashlib.sha256()
 for dtype in (np.float32, np.float64):

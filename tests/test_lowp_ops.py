@@ -11,8 +11,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import softrep
-from softrep import lowp
-from softrep.lowp_verify import compare_bits
+from softrep.ops import lowp
+from softrep.ops.elementwise import emulated
+from softrep.tools.verify_formats import compare_bits
 
 from golden import bit_pattern_tensor, check as golden_check, normal_tensor
 from test_formats import MPFR_ROUND, PARAMS, float32_values, ieee_formats, mpfr_round, reference_round
@@ -73,7 +74,7 @@ def test_ops_round_once_custom_formats(op, fmt, mode, data):
     if op == "sqrt":
         columns = [[abs(v) for v in columns[0]]]
     tensors = [torch.tensor(c, dtype=torch.float32) for c in columns]
-    got = lowp.apply_elementwise(op, tensors, softrep.Format(p, emax, emin), mode)
+    got = emulated(op, tensors, softrep.Format(p, emax, emin), mode)
     if mode in MPFR_ROUND:
         _check_against_reference(op, columns, got, lambda v: mpfr_round(v, p, emax, emin, mode) if v else v)
     else:
@@ -89,7 +90,7 @@ def test_ops_named_formats(op, name, mode, saturate, data):
     if op == "sqrt":
         columns = [[abs(v) for v in columns[0]]]
     tensors = [torch.tensor(c, dtype=torch.float32) for c in columns]
-    got = lowp.apply_elementwise(op, tensors, name, mode, saturate=saturate)
+    got = emulated(op, tensors, name, mode, saturate=saturate)
     _check_against_reference(op, columns, got,
                              lambda v: reference_round(v, p, emax, emin, mode, True, max_sig, has_inf, saturate))
 
@@ -106,7 +107,7 @@ def test_ops_float64_match_mpfr(op, fmt, mode, data):
     if op == "sqrt":
         columns = [[abs(v) for v in columns[0]]]
     tensors = [torch.tensor(c, dtype=torch.float64) for c in columns]
-    got = lowp.apply_elementwise(op, tensors, softrep.Format(p, emax, emin), mode)
+    got = emulated(op, tensors, softrep.Format(p, emax, emin), mode)
     _check_against_reference(op, columns, got, lambda v: mpfr_round(v, p, emax, emin, mode) if v else v)
 
 
@@ -115,7 +116,7 @@ def test_not_double_rounded():
     # the exact sum is above the tie, so bfloat16 nearest gives 1 + 2**-7.
     x = torch.tensor([1.0 + 2.0 ** -8])
     y = torch.tensor([2.0 ** -30])
-    assert lowp.apply_elementwise("add", [x, y], "bfloat16").item() == 1.0 + 2.0 ** -7
+    assert emulated("add", [x, y], "bfloat16").item() == 1.0 + 2.0 ** -7
     assert softrep.add(x, y, format="bfloat16").item() == 1.0 + 2.0 ** -7
     # fma: 3 * (1 + 2**-23) - 2**-23 * 3 is exactly 3
     assert softrep.fma(torch.tensor([3.0]), torch.tensor([1 + 2.0 ** -23]), torch.tensor([-3 * 2.0 ** -23]),
@@ -126,40 +127,40 @@ def test_special_values():
     inf, nan = math.inf, math.nan
     x = torch.tensor([inf, inf, 0.0, 1.0, -1.0, 0.0, 5.0, -0.0])
     y = torch.tensor([-inf, 1.0, 0.0, 0.0, 0.0, -0.0, -5.0, -0.0])
-    add = lowp.apply_elementwise("add", [x, y], "bfloat16").tolist()
+    add = emulated("add", [x, y], "bfloat16").tolist()
     assert math.isnan(add[0]) and add[1] == inf
-    down = lowp.apply_elementwise("add", [x, y], "bfloat16", "down")
+    down = emulated("add", [x, y], "bfloat16", "down")
     assert _signs(down[5:]) == [-1, -1, -1]  # exact zero sums round down to -0
-    assert _signs(lowp.apply_elementwise("add", [x, y], "bfloat16", "up")[5:]) == [1, 1, -1]
-    div = lowp.apply_elementwise("div", [x, y], "float16").tolist()
+    assert _signs(emulated("add", [x, y], "bfloat16", "up")[5:]) == [1, 1, -1]
+    div = emulated("div", [x, y], "float16").tolist()
     assert div[3] == inf and div[4] == -inf and math.isnan(div[2])
-    assert math.isnan(lowp.apply_elementwise("div", [x, y], "float8_e4m3fn")[3].item())  # no inf in e4m3fn
-    s = lowp.apply_elementwise("sqrt", [torch.tensor([-1.0, -0.0, inf, nan])], "bfloat16")
+    assert math.isnan(emulated("div", [x, y], "float8_e4m3fn")[3].item())  # no inf in e4m3fn
+    s = emulated("sqrt", [torch.tensor([-1.0, -0.0, inf, nan])], "bfloat16")
     assert math.isnan(s[0].item()) and _signs(s[1:2]) == [-1] and s[2].item() == inf
     assert s.view(torch.int32)[3].item() == 0x7FC00000
 
 
 def test_float64_overflow_and_underflow_inside_the_operation():
     x = torch.tensor([1e300, -1e300, 1e-300, -1e-300], dtype=torch.float64)
-    assert lowp.apply_elementwise("mul", [x, x.abs()], "bfloat16").tolist() == [math.inf, -math.inf, 0.0, -0.0]
+    assert emulated("mul", [x, x.abs()], "bfloat16").tolist() == [math.inf, -math.inf, 0.0, -0.0]
     big = float.fromhex("0x1.fep127")
-    assert lowp.apply_elementwise("mul", [x, x.abs()], "bfloat16", "zero").tolist()[:2] == [big, -big]
+    assert emulated("mul", [x, x.abs()], "bfloat16", "zero").tolist()[:2] == [big, -big]
     tiny = 2.0 ** -133
-    assert lowp.apply_elementwise("mul", [x, x.abs()], "bfloat16", "up").tolist()[2:] == [tiny, -0.0]
-    assert lowp.apply_elementwise("mul", [x, x.abs()], "bfloat16", "odd").tolist()[2:] == [tiny, -tiny]
+    assert emulated("mul", [x, x.abs()], "bfloat16", "up").tolist()[2:] == [tiny, -0.0]
+    assert emulated("mul", [x, x.abs()], "bfloat16", "odd").tolist()[2:] == [tiny, -tiny]
 
 
 def test_float64_format_errors_and_native():
     x = torch.tensor([1.0, 2.0], dtype=torch.float64)
     with pytest.raises(ValueError, match="'format'"):
-        lowp.apply_elementwise("add", [x, x], softrep.Format(52, 1000))
+        emulated("add", [x, x], softrep.Format(52, 1000))
     with pytest.raises(ValueError, match="'format'"):
-        lowp.apply_elementwise("add", [x, x], "float64", "odd")
+        emulated("add", [x, x], "float64", "odd")
     y = torch.tensor([1e-17, 3.0], dtype=torch.float64)
     for mode in ("nearest", "down", "up", "zero"):
-        assert torch.equal(lowp.apply_elementwise("add", [x, y], "float64", mode), softrep.add(x, y, rounding=mode))
+        assert torch.equal(emulated("add", [x, y], "float64", mode), softrep.add(x, y, rounding=mode))
     with pytest.raises(ValueError, match="'format'"):
-        lowp.apply_elementwise("add", [torch.ones(2), torch.ones(2)], "float64")
+        emulated("add", [torch.ones(2), torch.ones(2)], "float64")
 
 
 def test_broadcast_python_numbers_and_gradients():
@@ -258,7 +259,7 @@ def test_linear_and_gradients():
     x = normal_tensor(7, (2, 3, 5)).requires_grad_()
     w = normal_tensor(8, (4, 5)).requires_grad_()
     bias = normal_tensor(9, (4,))
-    y = lowp.linear(x, w, bias, input_format="bfloat16", accumulate_format="float16")
+    y = softrep.linear(x, w, bias, input_format="bfloat16", accumulate_format="float16")
     assert y.shape == (2, 3, 4)
     acc = lowp.mm(x.detach().reshape(6, 5), w.detach().t(), input_format="bfloat16", accumulate_format="float16")
     ref = [[float(reference_round(Fraction(acc[i, j].item()) + Fraction(bias[j].item()), 11, 15, -14, "nearest"))
@@ -295,9 +296,9 @@ def _golden_outputs():
         for mode in DETERMINISTIC + ("stochastic",):
             for fmt in ("bfloat16", "float8_e4m3fn"):
                 args = xs[:NARGS[op]]
-                out[f"{op}.{fmt}.{mode}.bits"] = lowp.apply_elementwise(op, args, fmt, mode, softrep.Generator(2))
+                out[f"{op}.{fmt}.{mode}.bits"] = emulated(op, args, fmt, mode, softrep.Generator(2))
                 args = ns[:NARGS[op]] if op != "sqrt" else [ns[0].abs()]
-                out[f"{op}.{fmt}.{mode}.normal"] = lowp.apply_elementwise(op, args, fmt, mode, softrep.Generator(2))
+                out[f"{op}.{fmt}.{mode}.normal"] = emulated(op, args, fmt, mode, softrep.Generator(2))
     a = normal_tensor(60, (8, 16))
     b = normal_tensor(61, (16, 6))
     for mode in DETERMINISTIC + ("stochastic",):
@@ -317,14 +318,14 @@ def test_simulator_matches_cpu(backend):
     a = normal_tensor(72, (3, 4))
     b = normal_tensor(73, (4, 2))
     cases = [(op, mode) for op in OPS for mode in DETERMINISTIC + ("stochastic",)]
-    sim = {c: lowp.apply_elementwise(c[0], xs[:NARGS[c[0]]], "bfloat16", c[1], softrep.Generator(8)) for c in cases}
+    sim = {c: emulated(c[0], xs[:NARGS[c[0]]], "bfloat16", c[1], softrep.Generator(8)) for c in cases}
     sim_mm = {m: lowp.mm(a, b, input_format="bfloat16", accumulate_format="float16", rounding=m,
                          generator=softrep.Generator(9)) for m in DETERMINISTIC + ("stochastic",)}
     x64 = [bit_pattern_tensor(74 + i, (6,), torch.float64) for i in range(2)]
-    sim64 = lowp.apply_elementwise("mul", x64, softrep.Format(30, 500, -500), "odd")
+    sim64 = emulated("mul", x64, softrep.Format(30, 500, -500), "odd")
     backend("cpu")
     for (op, mode), got in sim.items():
-        ref = lowp.apply_elementwise(op, xs[:NARGS[op]], "bfloat16", mode, softrep.Generator(8))
+        ref = emulated(op, xs[:NARGS[op]], "bfloat16", mode, softrep.Generator(8))
         assert compare_bits(got.numpy(), ref.numpy())[0] == 0 and torch.equal(got.view(torch.int32),
                                                                                ref.view(torch.int32)), (op, mode)
     for m, got in sim_mm.items():
@@ -332,20 +333,19 @@ def test_simulator_matches_cpu(backend):
                       generator=softrep.Generator(9))
         assert torch.equal(got.view(torch.int32), ref.view(torch.int32)), m
     assert torch.equal(sim64.view(torch.int64),
-                       lowp.apply_elementwise("mul", x64, softrep.Format(30, 500, -500), "odd").view(torch.int64))
+                       emulated("mul", x64, softrep.Format(30, 500, -500), "odd").view(torch.int64))
 
 
 def test_softrep_mm_and_linear_route_low_precision_keywords():
-    """softrep.mm / softrep.linear with the low-precision keywords are softrep.lowp's emulation."""
-    import softrep
-    from softrep import lowp
-
+    """softrep.mm / softrep.linear with the low-precision keywords are softrep.ops.lowp's emulation."""
     a = torch.randn(5, 7)
     b = torch.randn(7, 3)
     for kw in ({"input_format": "bfloat16"}, {"accumulate_format": "float16"},
                {"rounding": "down"}, {"input_format": "bfloat16", "accumulate_format": "bfloat16", "rounding": "zero"}):
         assert torch.equal(softrep.mm(a, b, **kw), lowp.mm(a, b, **kw)), kw
         bias = torch.randn(3)
-        assert torch.equal(softrep.linear(a, b.t(), bias, **kw), lowp.linear(a, b.t(), bias, **kw)), kw
+        acc = kw.get("accumulate_format", "float32")
+        expected = emulated("add", [lowp.mm(a, b, **kw), bias], acc, kw.get("rounding", "nearest"))
+        assert torch.equal(softrep.linear(a, b.t(), bias, **kw), expected), kw
     # without the keywords: the plain float32 product, whose bits differ from a bf16 emulation
     assert not torch.equal(softrep.mm(a, b), softrep.mm(a, b, input_format="bfloat16"))

@@ -9,7 +9,7 @@ import gmpy2
 import numpy as np
 import pytest
 
-from softrep.lowp_verify import MODES, _check_bf16_block, bf16_values, check_bf16_rows, reference_bf16_op
+from softrep.tools.verify_formats import MODES, _check_bf16_block, bf16_values, check_bf16_rows, reference_bf16_op
 
 MPFR_ROUND = {"nearest": gmpy2.RoundToNearest, "down": gmpy2.RoundDown, "up": gmpy2.RoundUp,
               "zero": gmpy2.RoundToZero, "nearest_away": None, "odd": None}
@@ -108,7 +108,7 @@ def test_checker_counts_a_wrong_result():
 
 
 def test_command_selects_op_modes_and_names_bad_ones(capsys):
-    from softrep.lowp_verify import main
+    from softrep.tools.verify_formats import main
 
     assert main(["--no-conversions", "--bf16-ops", "--bf16-ops-rows", "1", "--bf16-ops-only", "mul:odd"]) == 0
     out = capsys.readouterr().out

@@ -2,7 +2,7 @@
 
 References are independent of softrep/math: the platform libm in float64 with
 a stated error bound, and MPFR (gmpy2) wherever that cannot decide
-(softrep/verify.py, whose own exact rounding is tested here against numpy).
+(softrep/tools/verify.py, whose own exact rounding is tested here against numpy).
 The exhaustive proofs are `python -m softrep verify FUNC --exhaustive`
 (docs/mathlib.md); CI runs the sampled version below.
 """
@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import softrep
-import softrep.math as M
-from softrep import verify as V
+import softrep.ops.math as M
+from softrep.tools import verify as V
 
 from golden import bit_pattern_tensor, check, normal_tensor
 
@@ -317,7 +317,7 @@ def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     from references import correctly_rounded_f32
 
     assert M.FUNCTIONS[name].kernel.decided_fast is not None
-    fast = getattr(importlib.import_module(f"softrep.math.{name}"), f"{name}_fast")
+    fast = getattr(importlib.import_module(f"softrep.ops.math.{name}"), f"{name}_fast")
     hard = V.load_hard_cases(name).view(np.float32)[:400]
     decided = np.array([fast(x)[1] for x in hard])
     assert 0 < np.count_nonzero(~decided) < len(hard)
@@ -335,7 +335,7 @@ def test_decided_first_launcher_across_chunks(name):
 
     from softrep.cpu.launch import CHUNK
 
-    mod = importlib.import_module(f"softrep.math.{name}")
+    mod = importlib.import_module(f"softrep.ops.math.{name}")
     fast, scalar = getattr(mod, f"{name}_fast"), getattr(mod, f"{name}_f32")
     hard = V.load_hard_cases(name).view(np.float32)
     undecided = hard[[not fast(x)[1] for x in hard[:400]] + [False] * (hard.size - min(hard.size, 400))]

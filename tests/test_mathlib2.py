@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import softrep
-from softrep.math import FUNCTIONS
+from softrep.ops.math import FUNCTIONS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden import bit_pattern_tensor, check, normal_tensor  # noqa: E402
@@ -67,7 +67,7 @@ def special_values():
 
 
 def table_inputs(name):
-    module = sys.modules[f"softrep.math.{name}"]
+    module = sys.modules[f"softrep.ops.math.{name}"]
     keys = getattr(module, "_KEYS", np.zeros(0, np.uint32))
     keys = keys[keys != 0xFFFFFFFF]
     return np.concatenate([keys, keys | np.uint32(0x80000000)]).view(np.float32)
@@ -117,7 +117,7 @@ def test_saved_hard_cases(name, backend):
 
 def test_exception_tables_hold_mpfr_values():
     for name in ["sin", "cos", "tan", "atan", "erf", "erfc"]:
-        module = sys.modules[f"softrep.math.{name}"]
+        module = sys.modules[f"softrep.ops.math.{name}"]
         keys, values = module._KEYS, module._VALUES
         assert np.all(np.diff(keys.astype(np.int64)) > 0), name  # sorted: binary search
         live = keys != 0xFFFFFFFF
@@ -251,7 +251,7 @@ def test_hypot_hypothesis(x, y):
 def test_gelu_matches_documented_order(backend):
     backend("cpu")
     x = normal_tensor(3, (4096,), scale=3.0)
-    E, M = softrep.elementwise, softrep.math
+    E, M = softrep.ops.elementwise, softrep.ops.math
     exact = E.mul(E.mul(x, 0.5), E.add(M.erf(E.mul(x, 0.7071067811865476)), 1.0))
     assert torch.equal(softrep.gelu(x), exact)
     torch.testing.assert_close(softrep.gelu(x), torch.nn.functional.gelu(x), rtol=2e-6, atol=1e-6)

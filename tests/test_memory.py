@@ -1,4 +1,4 @@
-"""Output allocation (softrep/_memory.py): huge-page advice for large CPU outputs."""
+"""Output allocation (softrep/ops/memory.py): huge-page advice for large CPU outputs."""
 
 import os
 import sys
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import softrep
-from softrep import _memory
+from softrep.ops import memory as _memory
 
 
 def test_small_outputs_are_not_advised():

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import softrep
-from softrep import random as srandom
-from softrep.philox import philox4x32
+from softrep.ops import generator as srandom
+from softrep.primitives.philox import philox4x32
 
 # Random123's kat_vectors for philox4x32_10: (counter, key) -> output
 KAT = [

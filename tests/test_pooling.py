@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from softrep.pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from softrep.nn.functional.pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 from golden import check, normal_tensor
 from references import documented_sum, mpfr_op

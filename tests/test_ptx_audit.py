@@ -5,7 +5,7 @@ from numba import cuda
 from numba.core import types
 
 import softrep  # noqa: F401  (imports register every kernel)
-from softrep import rounding as R
+from softrep.primitives import rounding as R
 from softrep.cuda import audit
 
 

@@ -19,7 +19,7 @@ M32 = 0xFFFFFFFF
 
 
 def philox_ref(counter, key):
-    """Philox4x32-10 on Python ints (independent of softrep.philox)."""
+    """Philox4x32-10 on Python ints (independent of softrep.primitives.philox)."""
     c0, c1, c2, c3 = counter
     k0, k1 = key
     for r in range(10):

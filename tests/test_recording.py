@@ -20,8 +20,8 @@ import pytest
 import torch
 
 import softrep
-from softrep import recording
-from softrep.recording import cli, hooks, logfile
+from softrep.tools import recording as recording
+from softrep.tools.recording import cli, hooks, logfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "data", "recording", "all_sources.py")
@@ -140,13 +140,13 @@ def test_seeded_generators_and_the_softrep_generator_replay(tmp_path):
         random.seed(11)
         gen = softrep.Generator(5)
         return [rng.integers(0, 100, 5).tolist(), torch.rand(3, generator=g).tolist(), random.random(),
-                gen.next_offset(), softrep.random.default_generator.next_offset(), torch.initial_seed()]
+                gen.next_offset(), softrep.ops.generator.default_generator.next_offset(), torch.initial_seed()]
 
     log = tmp_path / "seeded.log"
-    softrep.random.default_generator.next_offset()
+    softrep.ops.generator.default_generator.next_offset()
     with softrep.record(log):
         first = program()
-    softrep.random.default_generator.next_offset()  # replay restores the softrep default generator too
+    softrep.ops.generator.default_generator.next_offset()  # replay restores the softrep default generator too
     with softrep.replay(log):
         second = program()
     assert second == first

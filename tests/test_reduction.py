@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import softrep
-from softrep import reduction_order as O
+from softrep.algorithms import reduction as O
 from golden import bit_pattern_tensor, check, normal_tensor
 from references import documented_sum
 
@@ -458,7 +458,7 @@ def _grad_ops():
         "std": lambda t: softrep.std(t, -1),
         "amax": lambda t: softrep.amax(t, 1),
         "amin": lambda t: softrep.amin(t, (0, 2), keepdim=True),
-        "sum_to_shape": lambda t: softrep.reduction.sum_to_shape(t, (4, 1)),
+        "sum_to_shape": lambda t: softrep.ops.reduction.sum_to_shape(t, (4, 1)),
     }
 
 

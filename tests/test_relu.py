@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from softrep.activations import leaky_relu, relu
+from softrep.nn.functional.activations import leaky_relu, relu
 
 from golden import bit_pattern_tensor, check, normal_tensor
 from references import mpfr_op

@@ -1,7 +1,7 @@
 """The rounding primitives against MPFR, on every implementation.
 
-* compiled CPU kernels (`softrep/cpu/rounding.py`), through the elementwise launcher;
-* the Python semantics that the CUDA simulator runs (`softrep/_pyfloat.py`);
+* compiled CPU kernels (`softrep/primitives/cpu_lowering.py`), through the elementwise launcher;
+* the Python semantics that the CUDA simulator runs (`softrep/primitives/pyfloat.py`);
 * the CUDA kernels in the simulator itself (marked `simulator`).
 """
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import softrep  # noqa: F401
-from softrep import rounding as R
+from softrep.primitives import rounding as R
 from softrep.cpu import launch as cpu_launch
 from references import mpfr_op, same_bits
 from strategies import floats

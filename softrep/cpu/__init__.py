@@ -11,4 +11,4 @@ import os
 # loaded) removes that; an explicit OMP_WAIT_POLICY from the user wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-from . import rounding  # noqa: E402,F401  (registers the CPU primitives)
+from ..primitives import cpu_lowering as rounding  # noqa: E402,F401  (registers the CPU primitives)

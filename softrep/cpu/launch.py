@@ -9,7 +9,7 @@ import functools
 import numpy as np
 from numba import njit, prange
 
-from ..rounding import bitcast, canonical
+from ..primitives.rounding import bitcast, canonical
 
 UNDECIDED_BITS = np.uint32(0x7FC00001)  # a quiet NaN, but not the canonical one
 

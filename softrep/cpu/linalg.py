@@ -1,7 +1,7 @@
 """CPU launchers of the batched matrix product (GotoBLAS-style, fixed k order).
 
 out[b, i, j] = add_rn(chain(i, j), addend[b, i, j])   (addend optional), where
-chain is the fma chain of `softrep.linalg` in k order from +0.
+chain is the fma chain of `softrep.algorithms.products` in k order from +0.
 
 1. Pack a into MR-row panels (batch, M/MR, K, MR) and b into NR-column panels
    (batch, N/NR, K, NR), zero-padded to whole panels.  Padded rows and columns
@@ -22,8 +22,8 @@ import numpy as np
 from numba import njit, prange
 from numba.core import config as _numba_config
 
-from ..linalg import KC, MR, NR, micro_f32, micro_f64
-from ..rounding import add_rn, canonical
+from ..algorithms.products import KC, MR, NR, micro_f32, micro_f64
+from ..primitives.rounding import add_rn, canonical
 
 # Panels per task: MC = 8 * MR rows (a block of 8 panels x KC stays in L2),
 # NC = 16 * NR columns.

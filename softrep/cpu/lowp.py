@@ -8,9 +8,9 @@ emulated dot product -- so the thread split changes no bit.
 import numpy as np
 from numba import njit, prange
 
-from ..formats import OP_FMA, STOCHASTIC, U0, emulated_op, from_parts, round_value, FINITE
-from ..philox import element_word0
-from ..rounding import canonical
+from ..primitives.formats import OP_FMA, STOCHASTIC, U0, emulated_op, from_parts, round_value, FINITE
+from ..primitives.philox import element_word0
+from ..primitives.rounding import canonical
 
 _U32 = np.uint64(32)
 

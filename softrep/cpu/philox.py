@@ -3,7 +3,7 @@
 import numpy as np
 from numba import njit, prange
 
-from ..philox import element_words
+from ..primitives.philox import element_words
 
 
 @njit(parallel=True, cache=True)

@@ -2,7 +2,7 @@
 
 from numba import njit, prange
 
-from ..random_ops import key_offset, rand_f32_element, rand_f64_element, randn_f32_element
+from ..algorithms.random import key_offset, rand_f32_element, rand_f64_element, randn_f32_element
 
 
 @njit(parallel=True, cache=True)

@@ -31,8 +31,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ..reduction_order import BLOCK, order_key, term_centered_square, term_value, tree_inplace
-from ..rounding import add_rn, canonical
+from ..algorithms.reduction import BLOCK, order_key, term_centered_square, term_value, tree_inplace
+from ..primitives.rounding import add_rn, canonical
 
 INTERLEAVE = 8  # blocks summed side by side by one work item (row layout)
 OUTPUT_CHUNK = 256  # outputs per work item (column layout)

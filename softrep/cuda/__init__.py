@@ -2,10 +2,10 @@
 
 Under NUMBA_ENABLE_CUDASIM=1 the same kernels run in Numba's simulator, which
 executes their Python source; the primitives then use their exact Python
-semantics from `softrep.rounding`.
+semantics from `softrep.primitives.rounding`.
 """
 
-from .._jit import SIMULATOR
+from ..primitives.jit import SIMULATOR
 
 if not SIMULATOR:
-    from . import rounding  # noqa: F401  (registers the CUDA primitives)
+    from ..primitives import cuda_lowering as rounding  # noqa: F401  (registers the CUDA primitives)

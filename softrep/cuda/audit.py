@@ -69,11 +69,11 @@ def _import_all():
     """Import every softrep module, so that every kernel has registered itself
     (some launchers are imported lazily by the ops that use them)."""
     import importlib
+    import os
     import pkgutil
 
-    import softrep
-
-    for info in pkgutil.walk_packages(softrep.__path__, "softrep."):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for info in pkgutil.walk_packages([root], "softrep."):
         if not info.name.endswith("__main__"):
             importlib.import_module(info.name)
 

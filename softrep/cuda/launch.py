@@ -4,8 +4,8 @@ import functools
 
 from numba import cuda
 
-from .._jit import SIMULATOR
-from ..rounding import canonical
+from ..primitives.jit import SIMULATOR
+from ..primitives.rounding import canonical
 
 THREADS = 256
 # The simulator runs every thread in Python: few threads keep it quick, and
@@ -13,7 +13,7 @@ THREADS = 256
 _SIM_BLOCKS, _SIM_THREADS = 1, 8
 
 
-def _grid(n):
+def grid(n):
     if SIMULATOR:
         return _SIM_BLOCKS, _SIM_THREADS
     return max(1, min((n + THREADS - 1) // THREADS, 65535)), THREADS
@@ -52,7 +52,7 @@ def elementwise(f, nin):
     def run(stream, out, *inputs):
         if out.size == 0:
             return
-        blocks, threads = _grid(out.size)
+        blocks, threads = grid(out.size)
         kernel[blocks, threads, stream](out, *inputs)
 
     run.kernel = kernel

@@ -14,8 +14,8 @@ import functools
 
 from numba import cuda, types
 
-from .._jit import SIMULATOR
-from ..rounding import ZERO32, ZERO64, add_rn, canonical, fma_rn
+from ..primitives.jit import SIMULATOR
+from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, fma_rn
 
 # The simulator runs every thread as a Python thread: small tiles keep it
 # quick, and exercise partial tiles at tiny sizes.

@@ -6,11 +6,11 @@ Same per-element algorithm and random words as softrep/cpu/lowp.py.
 import numpy as np
 from numba import cuda
 
-from .._jit import SIMULATOR
-from ..formats import FINITE, OP_FMA, STOCHASTIC, U0, emulated_op, from_parts, round_value
-from ..philox import element_word0
-from ..rounding import canonical
-from .launch import _grid
+from ..primitives.jit import SIMULATOR
+from ..primitives.formats import FINITE, OP_FMA, STOCHASTIC, U0, emulated_op, from_parts, round_value
+from ..primitives.philox import element_word0
+from ..primitives.rounding import canonical
+from .launch import grid
 
 _U32 = np.uint64(32)
 
@@ -58,19 +58,19 @@ def _mm_kernel(out, a, b, spec, key_lo, key_hi, off_lo, off_hi):
 
 def round_to(stream, out, x, spec, *rng):
     if out.size:
-        blocks, threads = _grid(out.size)
+        blocks, threads = grid(out.size)
         _round_to_kernel[blocks, threads, stream](out, x, spec, *rng)
 
 
 def elementwise(stream, out, x, y, z, op, spec, *rng):
     if out.size:
-        blocks, threads = _grid(out.size)
+        blocks, threads = grid(out.size)
         _elementwise_kernel[blocks, threads, stream](out, x, y, z, op, spec, *rng)
 
 
 def mm(stream, out, a, b, spec, *rng):
     if out.size:
-        blocks, threads = _grid(out.size)
+        blocks, threads = grid(out.size)
         _mm_kernel[blocks, threads, stream](out, a, b, spec, *rng)
 
 

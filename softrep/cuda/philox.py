@@ -3,9 +3,9 @@
 import numpy as np
 from numba import cuda
 
-from .._jit import SIMULATOR
-from ..philox import element_words
-from .launch import _grid
+from ..primitives.jit import SIMULATOR
+from ..primitives.philox import element_words
+from .launch import grid
 
 
 @cuda.jit(cache=not SIMULATOR)
@@ -25,7 +25,7 @@ def words(stream, out, key_lo, key_hi, off_lo, off_hi):
     n = out.size // 4
     if n == 0:
         return
-    blocks, threads = _grid(n)
+    blocks, threads = grid(n)
     _words_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi)
 
 

@@ -2,9 +2,9 @@
 
 from numba import cuda
 
-from .._jit import SIMULATOR
-from ..random_ops import key_offset, rand_f32_element, rand_f64_element, randn_f32_element
-from .launch import _grid
+from ..primitives.jit import SIMULATOR
+from ..algorithms.random import key_offset, rand_f32_element, rand_f64_element, randn_f32_element
+from .launch import grid
 
 
 @cuda.jit(cache=not SIMULATOR)
@@ -32,17 +32,17 @@ def _randn_f32_kernel(out, key_lo, key_hi, off_lo, off_hi):
 
 
 def rand_f32(stream, out, key_lo, key_hi, off_lo, off_hi, shift, scale):
-    blocks, threads = _grid(out.size)
+    blocks, threads = grid(out.size)
     _rand_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi, shift, scale)
 
 
 def rand_f64(stream, out, key_lo, key_hi, off_lo, off_hi):
-    blocks, threads = _grid(out.size)
+    blocks, threads = grid(out.size)
     _rand_f64_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi)
 
 
 def randn_f32(stream, out, key_lo, key_hi, off_lo, off_hi):
-    blocks, threads = _grid(out.size)
+    blocks, threads = grid(out.size)
     _randn_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi)
 
 

@@ -24,16 +24,16 @@ import functools
 
 from numba import cuda
 
-from .._jit import SIMULATOR
-from ..reduction_order import (BLOCK, GROUP, order_key, term_centered_square, term_value, tree_inplace,
+from ..primitives.jit import SIMULATOR
+from ..algorithms.reduction import (BLOCK, GROUP, order_key, term_centered_square, term_value, tree_inplace,
                                zero_like)
-from ..rounding import add_rn, canonical
+from ..primitives.rounding import add_rn, canonical
 
 THREADS = 256
 _SIM_BLOCKS, _SIM_THREADS = 1, 4
 
 
-def _grid(work):
+def grid(work):
     if SIMULATOR:
         return _SIM_BLOCKS, _SIM_THREADS
     return max(1, min((work + THREADS - 1) // THREADS, 65535)), THREADS
@@ -97,17 +97,17 @@ def blocked_sum(term):
         if M == 0:
             return
         if n == 0:
-            _fill_zero[_grid(M) + (stream,)](out)
+            _fill_zero[grid(M) + (stream,)](out)
             return
         width = (n + BLOCK - 1) // BLOCK
         P = cuda.device_array((M, width), dtype=x.dtype, stream=stream)
-        partials[_grid(M * width) + (stream,)](P, x, center)
+        partials[grid(M * width) + (stream,)](P, x, center)
         while width > GROUP:
             ngroups = (width + GROUP - 1) // GROUP
             Q = cuda.device_array((M, ngroups), dtype=x.dtype, stream=stream)
-            _group_pass[_grid(M * ngroups) + (stream,)](Q, P, width)
+            _group_pass[grid(M * ngroups) + (stream,)](Q, P, width)
             P, width = Q, ngroups
-        _finish[_grid(M) + (stream,)](out, P, width)
+        _finish[grid(M) + (stream,)](out, P, width)
 
     run.partials = partials
     return run
@@ -138,7 +138,7 @@ def extreme(stream, values, indices, x, largest):
     M = x.shape[0]
     if M == 0:
         return
-    _extreme[_grid(M) + (stream,)](values, indices, x, largest)
+    _extreme[grid(M) + (stream,)](values, indices, x, largest)
 
 
 def _register_audit():

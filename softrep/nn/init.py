@@ -12,9 +12,10 @@ import math
 
 import torch
 
-import softrep
+from ..ops.elementwise import fma
+from ..ops.random import rand, randn
 
-from ..random import resolve
+from ..ops.generator import resolve
 
 
 def _check(fn, tensor):
@@ -34,16 +35,16 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """U(a, b): fma(u, b - a, a) with u = softrep.rand in tensor's dtype."""
     _check("uniform_", tensor)
     gen = resolve("nn.init.uniform_", generator)
-    u = softrep.rand(tuple(tensor.shape), generator=gen, dtype=tensor.dtype, device=tensor.device)
-    return _fill(tensor, softrep.fma(u, float(b) - float(a), float(a)))
+    u = rand(tuple(tensor.shape), generator=gen, dtype=tensor.dtype, device=tensor.device)
+    return _fill(tensor, fma(u, float(b) - float(a), float(a)))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """N(mean, std^2): fma(z, std, mean) with z = softrep.randn in tensor's dtype."""
     _check("normal_", tensor)
     gen = resolve("nn.init.normal_", generator)
-    z = softrep.randn(tuple(tensor.shape), generator=gen, dtype=tensor.dtype, device=tensor.device)
-    return _fill(tensor, softrep.fma(z, float(std), float(mean)))
+    z = randn(tuple(tensor.shape), generator=gen, dtype=tensor.dtype, device=tensor.device)
+    return _fill(tensor, fma(z, float(std), float(mean)))
 
 
 MAX_TRUNC_ROUNDS = 1000
@@ -64,8 +65,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     for _ in range(MAX_TRUNC_ROUNDS):
         if not bool(pending.any()):
             return _fill(tensor, result)
-        z = softrep.randn(shape, generator=gen, dtype=tensor.dtype, device=tensor.device)
-        x = softrep.fma(z, float(std), float(mean))
+        z = randn(shape, generator=gen, dtype=tensor.dtype, device=tensor.device)
+        x = fma(z, float(std), float(mean))
         take = pending & (x >= a) & (x <= b)
         result = torch.where(take, x, result)
         pending = pending & ~take

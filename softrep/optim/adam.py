@@ -5,7 +5,7 @@ import math
 
 import torch
 
-import softrep
+from ..ops.elementwise import add, div, fma, mul, neg, sqrt, sub
 
 from .optimizer import Optimizer, check_float, pow_by_squaring
 
@@ -51,21 +51,21 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
 
         if group["maximize"]:
-            grad = softrep.neg(grad)
+            grad = neg(grad)
         if wd != 0:
             if group["decoupled_weight_decay"]:
-                p = softrep.mul(p, 1.0 - lr * wd)
+                p = mul(p, 1.0 - lr * wd)
             else:
-                grad = softrep.fma(p, wd, grad)
-        m = softrep.fma(softrep.sub(grad, state["exp_avg"]), 1.0 - beta1, state["exp_avg"])
-        v = softrep.fma(softrep.mul(grad, grad), 1.0 - beta2, softrep.mul(state["exp_avg_sq"], beta2))
+                grad = fma(p, wd, grad)
+        m = fma(sub(grad, state["exp_avg"]), 1.0 - beta1, state["exp_avg"])
+        v = fma(mul(grad, grad), 1.0 - beta2, mul(state["exp_avg_sq"], beta2))
         state["exp_avg"], state["exp_avg_sq"] = m, v
 
         # Host scalars in binary64 (IEEE ops; the power by squaring), then rounded to p's dtype by the op.
         step_size = lr / (1.0 - pow_by_squaring(beta1, step))
         bias_correction2_sqrt = math.sqrt(1.0 - pow_by_squaring(beta2, step))
-        denom = softrep.add(softrep.div(softrep.sqrt(v), bias_correction2_sqrt), eps)
-        return softrep.fma(softrep.div(m, denom), -step_size, p)
+        denom = add(div(sqrt(v), bias_correction2_sqrt), eps)
+        return fma(div(m, denom), -step_size, p)
 
 
 class AdamW(Adam):

@@ -1,7 +1,7 @@
 # softrep: no kernels
 """SGD with torch's formulas (momentum, dampening, nesterov, weight_decay, maximize)."""
 
-import softrep
+from ..ops.elementwise import fma, mul, neg
 
 from .optimizer import Optimizer, check_float
 
@@ -26,16 +26,16 @@ class SGD(Optimizer):
             self._check_flags(group)
 
     def _update(self, group, p, grad, state):
-        d_p = softrep.neg(grad) if group["maximize"] else grad
+        d_p = neg(grad) if group["maximize"] else grad
         if group["weight_decay"] != 0:
-            d_p = softrep.fma(p, group["weight_decay"], d_p)
+            d_p = fma(p, group["weight_decay"], d_p)
         momentum = group["momentum"]
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = d_p.clone()
             else:
-                buf = softrep.fma(d_p, 1.0 - group["dampening"], softrep.mul(buf, momentum))
+                buf = fma(d_p, 1.0 - group["dampening"], mul(buf, momentum))
             state["momentum_buffer"] = buf
-            d_p = softrep.fma(buf, momentum, d_p) if group["nesterov"] else buf
-        return softrep.fma(d_p, -group["lr"], p)
+            d_p = fma(buf, momentum, d_p) if group["nesterov"] else buf
+        return fma(d_p, -group["lr"], p)

@@ -6,7 +6,7 @@ import contextlib
 
 import torch
 
-from ...random import resolve
+from ...ops.generator import resolve
 
 
 class _Shared:

@@ -36,9 +36,9 @@ import math
 
 import torch
 
-from ... import elementwise as E
-from ... import reduction as R
-from ...products import matmul
+from ...ops import elementwise as E
+from ...ops import reduction as R
+from ...ops.products import matmul
 from .. import functional as F
 from .. import init
 from ._common import generator_of, set_generator, torch_rng_untouched

@@ -1,0 +1,35 @@
+"""cosh(x) for float32, correctly rounded (scheme: softrep/algorithms/math/core.py).
+
+cosh is even: computed on |x|.  Overflow for |x| > 89.4159...; clamp at 90.
+
+Fast path: (E + 1/E)/2, E = exp_core(|x|) (2^-50.5), 1/E one rounding, the sum
+of two positive terms one rounding: < 2^-49.5.
+Accurate path: the same in double-double from exp_dd (< 2^-92).  It is needed
+for instance near |x| = 2^-11.5, where cosh x = 1 + x^2/2 comes within 2^-71 of
+the midpoint 1 + 2^-24.
+"""
+
+import numpy as np
+
+from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn
+from .core import (abs32, neg32, F64, HALF, INF32, NAN32, ONE, ZERO, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
+                    round_if_safe)
+
+COSH_OVERFLOW = np.float32(90.0)
+
+@jitable
+def cosh_f32(x):
+    if x != x:
+        return NAN32
+    ax = abs32(x)
+    if ax > COSH_OVERFLOW:
+        return INF32
+    a = F64(ax)
+    e = exp_core(a, ZERO)
+    r, ok = round_if_safe(mul_rn(add_rn(e, div_rn(ONE, e)), HALF))
+    if ok:
+        return r
+    eh, el = exp_dd(a, ZERO)
+    ih, il = dd_div(ONE, ZERO, eh, el)
+    h, l = dd_add(eh, el, ih, il)
+    return dd_to_f32(mul_rn(h, HALF), mul_rn(l, HALF))

@@ -1,0 +1,168 @@
+"""erf(x) for float32, correctly rounded (scheme: softrep/algorithms/math/exception_tables.py).
+
+erf is odd: computed on a = |x| and the sign applied after (erf(+-0) = +-0,
+erf(+-inf) = +-1).  For a > 4, 1 - erf a = erfc a < erfc 4 < 1.6e-8 < 2^-25
+(half an ulp below 1): the result rounds to 1.
+
+Fast path (softrep/algorithms/math/erf_pieces.py): a <= 1/2, a P(a^2) (2^-51.8); 1/2 < a <= 4,
+1 - erfc a with erfc a <= 0.48 (2^-49.9): the result is >= 0.52, so erfc's
+error counts 0.92 times, plus one rounding: < 2^-49.7.
+Accurate path: the table below (every input whose fast result cannot be
+rounded safely, with its MPFR value).
+"""
+
+import numpy as np
+
+from ...primitives.rounding import bitcast, jitable, sub_rn
+from .erf_pieces import erf_small, erfc_mid
+from .core import abs32, neg32, signbit32
+from .exception_tables import exception_arrays, finish
+
+F64 = np.float64
+NAN32 = np.float32(np.nan)
+ONE = F64(1.0)
+HALF_F32 = np.float32(0.5)
+SATURATE_F32 = np.float32(4.0)
+
+# BEGIN GENERATED EXCEPTIONS (python -m softrep.algorithms.math.exception_tables scan erf): (bits of |x|, bits of erf|x|)
+ERF_EXCEPTIONS = (
+    (0x00aa320c, 0x00c00b88),
+    (0x012a320c, 0x01400b88),
+    (0x01aa320c, 0x01c00b88),
+    (0x022a320c, 0x02400b88),
+    (0x02aa320c, 0x02c00b88),
+    (0x032a320c, 0x03400b88),
+    (0x03aa320c, 0x03c00b88),
+    (0x042a320c, 0x04400b88),
+    (0x04aa320c, 0x04c00b88),
+    (0x052a320c, 0x05400b88),
+    (0x05aa320c, 0x05c00b88),
+    (0x062a320c, 0x06400b88),
+    (0x06aa320c, 0x06c00b88),
+    (0x072a320c, 0x07400b88),
+    (0x07aa320c, 0x07c00b88),
+    (0x082a320c, 0x08400b88),
+    (0x08aa320c, 0x08c00b88),
+    (0x092a320c, 0x09400b88),
+    (0x09aa320c, 0x09c00b88),
+    (0x0a2a320c, 0x0a400b88),
+    (0x0aaa320c, 0x0ac00b88),
+    (0x0b2a320c, 0x0b400b88),
+    (0x0baa320c, 0x0bc00b88),
+    (0x0c2a320c, 0x0c400b88),
+    (0x0caa320c, 0x0cc00b88),
+    (0x0d2a320c, 0x0d400b88),
+    (0x0daa320c, 0x0dc00b88),
+    (0x0e2a320c, 0x0e400b88),
+    (0x0eaa320c, 0x0ec00b88),
+    (0x0f2a320c, 0x0f400b88),
+    (0x0faa320c, 0x0fc00b88),
+    (0x102a320c, 0x10400b88),
+    (0x10aa320c, 0x10c00b88),
+    (0x112a320c, 0x11400b88),
+    (0x11aa320c, 0x11c00b88),
+    (0x122a320c, 0x12400b88),
+    (0x12aa320c, 0x12c00b88),
+    (0x132a320c, 0x13400b88),
+    (0x13aa320c, 0x13c00b88),
+    (0x142a320c, 0x14400b88),
+    (0x14aa320c, 0x14c00b88),
+    (0x152a320c, 0x15400b88),
+    (0x15aa320c, 0x15c00b88),
+    (0x162a320c, 0x16400b88),
+    (0x16aa320c, 0x16c00b88),
+    (0x172a320c, 0x17400b88),
+    (0x17aa320c, 0x17c00b88),
+    (0x182a320c, 0x18400b88),
+    (0x18aa320c, 0x18c00b88),
+    (0x192a320c, 0x19400b88),
+    (0x19aa320c, 0x19c00b88),
+    (0x1a2a320c, 0x1a400b88),
+    (0x1aaa320c, 0x1ac00b88),
+    (0x1b2a320c, 0x1b400b88),
+    (0x1baa320c, 0x1bc00b88),
+    (0x1c2a320c, 0x1c400b88),
+    (0x1caa320c, 0x1cc00b88),
+    (0x1d2a320c, 0x1d400b88),
+    (0x1daa320c, 0x1dc00b88),
+    (0x1e2a320c, 0x1e400b88),
+    (0x1eaa320c, 0x1ec00b88),
+    (0x1f2a320c, 0x1f400b88),
+    (0x1faa320c, 0x1fc00b88),
+    (0x202a320c, 0x20400b88),
+    (0x20aa320c, 0x20c00b88),
+    (0x212a320c, 0x21400b88),
+    (0x21aa320c, 0x21c00b88),
+    (0x222a320c, 0x22400b88),
+    (0x22aa320c, 0x22c00b88),
+    (0x232a320c, 0x23400b88),
+    (0x23aa320c, 0x23c00b88),
+    (0x242a320c, 0x24400b88),
+    (0x24aa320c, 0x24c00b88),
+    (0x252a320c, 0x25400b88),
+    (0x25aa320c, 0x25c00b88),
+    (0x262a320c, 0x26400b88),
+    (0x26aa320c, 0x26c00b88),
+    (0x272a320c, 0x27400b88),
+    (0x27aa320c, 0x27c00b88),
+    (0x282a320c, 0x28400b88),
+    (0x28aa320c, 0x28c00b88),
+    (0x292a320c, 0x29400b88),
+    (0x29aa320c, 0x29c00b88),
+    (0x2a2a320c, 0x2a400b88),
+    (0x2aaa320c, 0x2ac00b88),
+    (0x2b2a320c, 0x2b400b88),
+    (0x2baa320c, 0x2bc00b88),
+    (0x2c2a320c, 0x2c400b88),
+    (0x2caa320c, 0x2cc00b88),
+    (0x2d2a320c, 0x2d400b88),
+    (0x2daa320c, 0x2dc00b88),
+    (0x2e2a320c, 0x2e400b88),
+    (0x2eaa320c, 0x2ec00b88),
+    (0x2f2a320c, 0x2f400b88),
+    (0x2faa320c, 0x2fc00b88),
+    (0x302a320c, 0x30400b88),
+    (0x30aa320c, 0x30c00b88),
+    (0x312a320c, 0x31400b88),
+    (0x31aa320c, 0x31c00b88),
+    (0x322a320c, 0x32400b88),
+    (0x32aa320c, 0x32c00b88),
+    (0x332a320c, 0x33400b88),
+    (0x33aa320c, 0x33c00b88),
+    (0x3425c046, 0x343b07b1),
+    (0x358e9d2d, 0x35a0ec32),
+    (0x35d2fadc, 0x35ee10bb),
+    (0x36aea466, 0x36c51007),
+    (0x37ee85c4, 0x3806926a),
+    (0x3940ead6, 0x3959af14),
+    (0x39c0057d, 0x39d8ac49),
+    (0x3aa60e18, 0x3abb5f7a),
+    (0x3b25a39d, 0x3b3ae741),
+    (0x3c7c9e9f, 0x3c8e8399),
+    (0x3e1fcc60, 0x3e32dc2d),
+    (0x3f043a75, 0x3f08eed3),
+    (0x3f44ddfd, 0x3f3923f8),
+)
+# END GENERATED EXCEPTIONS
+_KEYS, _VALUES = exception_arrays(ERF_EXCEPTIONS)
+
+
+@jitable
+def erf_approx(a):
+    """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-49.7."""
+    if a <= HALF_F32:
+        return erf_small(a)
+    if a > SATURATE_F32:
+        return ONE
+    return sub_rn(ONE, erfc_mid(a))
+
+
+@jitable
+def erf_f32(x):
+    if x != x:
+        return x
+    a = abs32(x)
+    r = finish(erf_approx(a), _KEYS, _VALUES, bitcast(a))
+    if signbit32(x):
+        return neg32(r)
+    return r

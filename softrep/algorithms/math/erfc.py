@@ -1,0 +1,101 @@
+"""erfc(x) = 1 - erf(x) for float32, correctly rounded (scheme: softrep/algorithms/math/exception_tables.py).
+
+Ranges (erfc(-inf) = 2, erfc(+inf) = +0):
+* x < -4: erfc x = 2 - erfc|x| with erfc|x| < 1.6e-8 < 2^-24 (half an ulp
+  below 2): rounds to 2.
+* -4 <= x < 0: 1 + erf|x| (erf's fast path, 2^-49.7): the result is >= 1 and
+  erf|x| <= it, so the error stays < 2^-49.7 + 2^-53.
+* 0 <= x <= 1/2: 1 - erf x with erf x <= 0.5205: the result is >= 0.4795,
+  erf's error counts 1.09 times: < 1.09 * 2^-51.8 + 2^-53 < 2^-50.9.
+* 1/2 < x <= 10.25: e^(-x^2) R(x) (softrep/algorithms/math/erf_pieces.py), < 2^-49.9.
+* x > 10.25: erfc x < 2^-151 (erfc 10.07 < 2^-150 already): rounds to +0.
+The double results for x close to 10 are normal doubles (about 2^-150), so
+the float32 rounding to a subnormal happens once, in the rounding test.
+Accurate path: the table below (every input whose fast result cannot be
+rounded safely, with its MPFR value).
+"""
+
+import numpy as np
+
+from ...primitives.rounding import add_rn, bitcast, jitable, sub_rn
+from .erf_pieces import erf_small, erfc_mid
+from .core import abs32
+from .exception_tables import exception_arrays, finish
+from .erf import erf_approx
+
+F64 = np.float64
+ONE = F64(1.0)
+TWO = F64(2.0)
+HALF_F32 = np.float32(0.5)
+ZERO_F32 = np.float32(0.0)
+TWO_F32 = np.float32(2.0)
+LOW_F32 = np.float32(-4.0)
+HIGH_F32 = np.float32(10.25)
+
+# BEGIN GENERATED EXCEPTIONS (python -m softrep.algorithms.math.exception_tables scan erfc): (bits of x, bits of erfc x)
+ERFC_EXCEPTIONS = (
+    (0x32e2dfc3, 0x3f800000),
+    (0x32e2dfc4, 0x3f800000),
+    (0x32e2dfc5, 0x3f7fffff),
+    (0x32e2dfc6, 0x3f7fffff),
+    (0x33aa27d3, 0x3f7fffff),
+    (0x340dcbdb, 0x3f7ffffd),
+    (0x344683cc, 0x3f7ffffc),
+    (0x347f3bbd, 0x3f7ffffc),
+    (0x3514e2d9, 0x3f7ffff5),
+    (0x357824bf, 0x3f7fffee),
+    (0x36895d7c, 0x3f7fffb3),
+    (0x36bafe6f, 0x3f7fff97),
+    (0x36ec9f62, 0x3f7fff7a),
+    (0x37ca4803, 0x3f7ffe37),
+    (0x37fbe8f6, 0x3f7ffdc7),
+    (0x382f956e, 0x3f7ffce7),
+    (0x38707ff5, 0x3f7ffbc3),
+    (0x38fc2fdc, 0x3f7ff71c),
+    (0x3a182939, 0x3f7fd513),
+    (0x3a73ad88, 0x3f7fbb43),
+    (0x3be245d2, 0x3f7e015e),
+    (0x3ca07463, 0x3f7a57c1),
+    (0x3cfa05d7, 0x3f772fbd),
+    (0x3e05c13f, 0x3f5a7b60),
+    (0x3e33a78f, 0x3f4dd5eb),
+    (0x400df51a, 0x3adfd6ed),
+    (0x40c0d2a2, 0x23911688),
+    (0xb362dfc4, 0x3f800000),
+    (0xb362dfc5, 0x3f800001),
+    (0xb4c683cc, 0x3f800004),
+    (0xb594e2d9, 0x3f80000b),
+    (0xb5f824bf, 0x3f800012),
+    (0xb73afe6f, 0x3f800069),
+    (0xb76c9f62, 0x3f800085),
+    (0xbb6c9b37, 0x3f80857d),
+    (0xbbbfcf4b, 0x3f80d86e),
+    (0xbce492e9, 0x3f840768),
+    (0xbde0b0ca, 0x3f8fc85d),
+    (0xbe83501c, 0x3fa43f0d),
+    (0xbf857a68, 0x3fee0b38),
+    (0xc0041e6a, 0x3fff8d19),
+)
+# END GENERATED EXCEPTIONS
+_KEYS, _VALUES = exception_arrays(ERFC_EXCEPTIONS)
+
+
+@jitable
+def erfc_approx(x):
+    """erfc(x) in double for a float32 x (infinities included), relative error < 2^-49.7."""
+    if x < LOW_F32:
+        return TWO
+    if x < ZERO_F32:
+        return add_rn(ONE, erf_approx(abs32(x)))
+    if x <= HALF_F32:
+        return sub_rn(ONE, erf_small(x))
+    if x > HIGH_F32:
+        return F64(0.0)
+    return erfc_mid(x)
+
+
+@jitable
+def erfc_f32(x):
+    if x != x:
+        return x
+    return finish(erfc_approx(x), _KEYS, _VALUES, bitcast(x))

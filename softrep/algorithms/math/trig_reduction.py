@@ -1,0 +1,114 @@
+"""Range reduction and kernels shared by sin, cos and tan (float32).
+
+Reduction (exact, Payne-Hanek with integers).  For a float32 a >= 1/2 write
+a = m 2^e with m an integer in [2^23, 2^24) and -24 <= e <= 104.  We want
+a * 2/pi = 4n + q + t with q in {0,1,2,3} and |t| <= 1/2.  Split
+2/pi 2^(e+128) = H 2^160 + W + phi with integers H, W (0 <= W < 2^160; W is
+row e + 24 of TWO_OVER_PI_LIMBS, five 32-bit limbs) and 0 <= phi < 1.  Then
+
+    a * 2/pi = m H 2^32  +  m W 2^-128  +  m phi 2^-128.
+
+The first term is a multiple of 4 (it changes nothing modulo 4), the last is
+below 2^24 2^-128 = 2^-104.  So P = m W (184 bits, computed exactly in 32-bit
+limbs) gives q = bits 128..129 of P and the fraction f = (P mod 2^128) 2^-128,
+to within 2^-104 absolutely.  If f >= 1/2, q += 1 and t = f - 1 (two's
+complement on 128 bits, exact).  t is converted to double by adding its four
+32-bit limbs from the smallest (all of one sign: each addition rounds by
+2^-53 relatively, < 3 * 2^-53 in total).
+
+The smallest |t| over all float32 a >= 1/2 is 2^-29.8 (measured by running
+this reduction on every float32, `python -m softrep.algorithms.math.exception_tables trigmin`),
+so the 2^-104 truncation is < 2^-74 relatively: t has relative error
+< 3 * 2^-53 + 2^-74 < 2^-51.4.
+
+For a < 1/2 no reduction is needed: q = 0 and t = RN(a * RN(2/pi)), relative
+error < 2^-53 + 2^-54 (a is exact in double; 2/pi is rounded once).
+
+Kernels: sin(pi t / 2) = t S(t^2) and cos(pi t / 2) = C(t^2) with the
+Chebyshev polynomials of _mathlib2_tables (approximation error < 2^-54.5 and
+< 2^-55.4, coefficients as rounded).  Rounding errors, relative:
+* t S(t^2): u = t^2 rounds once (2^-53) and S is flat (u S'(u)/S(u) <= 0.21),
+  Horner with fma on terms that shrink by >= 2.4x per degree: < 1.3 * 2^-53,
+  the product t S once more: with t's 2^-51.4 the total is < 6.4 * 2^-53
+  = 2^-50.3.
+* C(t^2): relative sensitivity to t is (pi t/2) tan(pi t/2) <= 0.79, to u is
+  <= 0.4; Horner: 1 - 0.31 + ... with C >= 0.707: < 1.9 * 2^-53; total
+  < 0.79 * 6 * 2^-53 + 0.4 * 2^-53 + 1.9 * 2^-53 + 2^-54.5 < 7.5 * 2^-53 = 2^-50.1.
+* tan = S/C or C/S: the sum of both plus one division: < 15 * 2^-53 = 2^-49.1.
+All below the 2^-49 the rounding test of _mathlib2 assumes (tan is the
+tightest; the exhaustive verifier confirms every input).
+"""
+
+import numpy as np
+
+from ...primitives.rounding import add_rn, bitcast, jitable, mul_rn, negate
+from .exception_tables import coefficient_array, horner
+from .coefficients import COS_HALFPI, SIN_HALFPI, TWO_OVER_PI, TWO_OVER_PI_LIMBS
+
+F64 = np.float64
+TWO_OVER_PI_D = F64(TWO_OVER_PI)
+SIN_COEFFS = coefficient_array(SIN_HALFPI)
+COS_COEFFS = coefficient_array(COS_HALFPI)
+LIMBS = np.array(TWO_OVER_PI_LIMBS, dtype=np.uint64)
+
+HALF_F32 = np.float32(0.5)
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_THREE = np.uint64(3)
+_ONE = np.uint64(1)
+_HALF_LIMB = np.uint64(0x80000000)
+_MANT = np.uint32(0x7FFFFF)
+_HIDDEN = np.uint32(0x800000)
+_ROW_BIAS = 126  # biased float32 exponent of 1/2 -> row 0 (e = -24)
+_P2M32 = F64(2.0**-32)
+_P2M64 = F64(2.0**-64)
+_P2M96 = F64(2.0**-96)
+_P2M128 = F64(2.0**-128)
+
+@jitable
+def reduce_quadrant(a):
+    """(q, t) with a * 2/pi = 4n + q + t, q in 0..3, |t| <= 1/2, for a finite
+    float32 a >= 0; t a double with relative error < 2^-51.4 (module docstring)."""
+    if a < HALF_F32:
+        return 0, mul_rn(F64(a), TWO_OVER_PI_D)
+    u = bitcast(a)
+    row = np.int64(u >> np.uint32(23)) - _ROW_BIAS
+    m = np.uint64((u & _MANT) | _HIDDEN)
+    p = m * LIMBS[row, 0]
+    l0 = p & _M32
+    p = m * LIMBS[row, 1] + (p >> _S32)
+    l1 = p & _M32
+    p = m * LIMBS[row, 2] + (p >> _S32)
+    l2 = p & _M32
+    p = m * LIMBS[row, 3] + (p >> _S32)
+    l3 = p & _M32
+    p = m * LIMBS[row, 4] + (p >> _S32)
+    q = np.int64(p & _THREE)
+    negative = l3 >= _HALF_LIMB
+    if negative:
+        # 2^128 - (l3 l2 l1 l0): complement every limb, add one with carries
+        q = (q + 1) & 3
+        l0 = (l0 ^ _M32) + _ONE
+        l1 = (l1 ^ _M32) + (l0 >> _S32)
+        l2 = (l2 ^ _M32) + (l1 >> _S32)
+        l3 = (l3 ^ _M32) + (l2 >> _S32)
+        l0 = l0 & _M32
+        l1 = l1 & _M32
+        l2 = l2 & _M32
+        l3 = l3 & _M32
+    t = add_rn(mul_rn(F64(l0), _P2M128), mul_rn(F64(l1), _P2M96))
+    t = add_rn(t, mul_rn(F64(l2), _P2M64))
+    t = add_rn(t, mul_rn(F64(l3), _P2M32))
+    if negative:
+        t = negate(t)
+    return q, t
+
+@jitable
+def sin_halfpi(t):
+    """sin(pi t / 2) for |t| <= 1/2."""
+    return mul_rn(t, horner(SIN_COEFFS, mul_rn(t, t)))
+
+@jitable
+def cos_halfpi(t):
+    """cos(pi t / 2) for |t| <= 1/2."""
+    return horner(COS_COEFFS, mul_rn(t, t))

@@ -1,0 +1,100 @@
+"""Algorithm source of the matrix products: the per-element order and the micro-kernels.
+
+Every output element of a product is one sequential chain of fmas in k order
+(docs/order.md, "Matrix products"):
+
+    acc = +0
+    for k = 0 .. K-1:  acc = fma_rn(a[i, k], b[k, j], acc)
+    out = add_rn(acc, addend)      (only when there is an addend)
+
+Nothing else is allowed: K is never split, so the result cannot depend on the
+tiling, the thread count or the device.  What kernels may change is *which*
+elements they advance together, and where an accumulator lives between two
+steps of its chain (a register, or the output buffer while another k-block is
+being packed: storing and reloading a float is exact).
+
+`dot_chain` is that order for one element, written for any strided access; the
+CUDA kernels and the oracle-free per-element reference use it.
+
+The CPU micro-kernels (`micro_f32`, `micro_f64`) advance an MR x NR block of
+accumulators through a range of k: at each k, MR values of a are broadcast
+against NR consecutive values of b (the outer-product form).  Each accumulator
+still sees its own fmas in k order, while the NR accumulators of one row are
+independent lanes that LLVM's SLP vectorizer packs into vfmadd on ymm registers.
+The micro-kernels are generated source (MR * NR named scalars), because Numba
+has no register-resident local arrays; generation keeps the accumulators as SSA
+values that LLVM can keep in registers for the whole k loop.
+"""
+
+import numpy as np
+
+from ..primitives.rounding import ZERO32, ZERO64, add_rn, fma_rn, jitable  # noqa: F401  (used by generated code)
+
+# Register blocking for AVX2 (16 ymm registers): 6 rows x 2 vectors of
+# accumulators = 12 registers, plus 2 for a row of b and 1 for a broadcast of a.
+MR = 6
+NR = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
+# k-block: one packed panel of b (KC x NR) stays in L1 while the MR-row
+# panels of a stream past it.
+KC = 256
+
+
+@jitable
+def dot_chain(a, a_off, a_step, b, b_off, b_step, k_count, acc):
+    """acc advanced through k_count fmas: acc = fma(a[a_off + k*a_step], b[b_off + k*b_step], acc).
+
+    a and b are flat (1-D) arrays; the offsets and steps are element counts.
+    """
+    for k in range(k_count):
+        acc = fma_rn(a[a_off + k * a_step], b[b_off + k * b_step], acc)
+    return acc
+
+
+def _micro_source(name, mr, nr, zero):
+    """Source of an mr x nr micro-kernel.
+
+    micro(ap, bp, c, a_off, b_off, c_off, ldc, k_count, first):
+      ap: packed a (flat), the panel at a_off holds a[i0 + r, k] at a_off + k*mr + r;
+      bp: packed b (flat), the panel at b_off holds b[k, j0 + j] at b_off + k*nr + j;
+      c: flat accumulator store, c[i0 + r, j0 + j] at c_off + r*ldc + j.
+      Advances those mr x nr accumulators through k_count fmas; `first` starts
+      them from +0 instead of reloading them from c.
+    Offsets are unsigned so that Numba emits no negative-index wraparound,
+    which would hide from LLVM that the NR loads of a row are consecutive.
+    """
+    rows, cols = range(mr), range(nr)
+    lines = [f"def {name}(ap, bp, c, a_off, b_off, c_off, ldc, k_count, first):"]
+    lines.append("    a_off = np.uint64(a_off); b_off = np.uint64(b_off); c_off = np.uint64(c_off); "
+                 "ldc = np.uint64(ldc)")
+    for r in rows:
+        lines.append(f"    crow{r} = c_off + np.uint64({r}) * ldc")
+    lines.append("    if first:")
+    for r in rows:
+        lines.append("        " + "; ".join(f"c{r}_{j} = {zero}" for j in cols))
+    lines.append("    else:")
+    for r in rows:
+        lines.append("        " + "; ".join(f"c{r}_{j} = c[crow{r} + U{j}]" for j in cols))
+    lines.append("    for k in range(k_count):")
+    lines.append(f"        kk = np.uint64(k)")
+    lines.append(f"        bk = b_off + kk * U{nr}")
+    lines.append(f"        ak = a_off + kk * U{mr}")
+    lines.append("        " + "; ".join(f"b{j} = bp[bk + U{j}]" for j in cols))
+    for r in rows:
+        lines.append(f"        a{r} = ap[ak + U{r}]")
+        lines.append("        " + "; ".join(f"c{r}_{j} = fma_rn(a{r}, b{j}, c{r}_{j})" for j in cols))
+    for r in rows:
+        lines.append("    " + "; ".join(f"c[crow{r} + U{j}] = c{r}_{j}" for j in cols))
+    return "\n".join(lines) + "\n"
+
+
+def _make_micro(name, mr, nr, zero):
+    namespace = {"fma_rn": fma_rn, "ZERO32": ZERO32, "ZERO64": ZERO64, "np": np}
+    namespace.update({f"U{j}": np.uint64(j) for j in range(max(mr, nr) + 1)})
+    exec(compile(_micro_source(name, mr, nr, zero), f"<softrep.algorithms.products.{name}>", "exec"), namespace)
+    fn = namespace[name]
+    fn.__module__ = __name__
+    return jitable(fn)
+
+
+micro_f32 = _make_micro("micro_f32", MR, NR[np.dtype(np.float32)], "ZERO32")
+micro_f64 = _make_micro("micro_f64", MR, NR[np.dtype(np.float64)], "ZERO64")

@@ -1,0 +1,234 @@
+"""The summation order of docs/order.md ("Reductions"), as jitable building blocks.
+
+Every softrep sum -- `sum`, `mean`, `var`, the gradient of a broadcast input,
+and any kernel of another op that sums (softmax, logsumexp, norms) -- adds in
+one order, which depends only on the number n of terms:
+
+* the terms x[0], ..., x[n-1] are cut into blocks of B = 128;
+* a block's partial is its terms added left to right, starting from its first
+  term (not from +0, so that a sum of -0 terms stays -0);
+* the partials are combined by the pairwise tree
+  [p0, p1, p2, p3, p4] -> [p0+p1, p2+p3, p4] -> [(p0+p1)+(p2+p3), p4] -> ...,
+  where at each level an odd last partial moves up unchanged;
+* n = 0 gives +0.
+
+Three equivalent ways to follow it are provided, for three kinds of kernel:
+
+1. `block_sum` + `tree_inplace`: compute all block partials (in parallel, one
+   per thread or per loop iteration), then combine them.  `tree_inplace` runs
+   the tree level by level on a scratch array.  An aligned run of 2**k
+   partials always reduces to one node of the tree (the pairing at level
+   l < k never crosses a multiple of 2**(k-l)), so a long row of partials may
+   be combined in groups of 2**k first and the group results combined after:
+   same bits.
+2. `tree_push` / `tree_total`: the same tree as a streaming binary counter over
+   block partials, with a stack of at most 63 partials (one per bit of the
+   block count).
+3. `stream_add` / `stream_total`: one term at a time, for a thread that loops
+   over a sequence and cannot store it (e.g. the denominator of softmax).  It
+   keeps the open block's partial in the last stack slot and pushes it when
+   the block is full.
+
+Usage from a kernel (CPU njit, CUDA, or Python under the simulator), with a
+float stack of STACK entries of the sum's dtype (`cuda.local.array(STACK,
+numba.float32)` on CUDA, `np.empty(STACK, np.float32)` on the CPU):
+
+    count = 0
+    for i in range(n):
+        count = stream_add(stack, count, term(i))
+    total = stream_total(stack, count)
+
+All additions are `add_rn`; nothing here depends on threads or layout.
+"""
+
+import numpy as np
+from numba.core import types as _types
+
+from ..primitives.jit import bitcast, by_type
+from ..primitives.rounding import ZERO32, ZERO64, add_rn, jitable, mul_rn, sub_rn
+
+BLOCK = 128  # terms per block partial
+STACK = 64  # stack entries for tree_push / stream_add (63 levels + the open block)
+GROUP = 64  # partials per group when a tree is combined in passes (a power of two)
+
+
+def zero_like(x):
+    """+0 in the type of x (a float literal in a kernel would be float64)."""
+    return type(x)(0.0)
+
+
+by_type(zero_like, {_types.float32: lambda x: ZERO32, _types.float64: lambda x: ZERO64})
+
+
+@jitable
+def block_sum(x, start, stop):
+    """Partial of one block: x[start] + x[start+1] + ... + x[stop-1], left to right.
+
+    `x` is a 1-D array (any stride); start < stop."""
+    p = x[start]
+    for i in range(start + 1, stop):
+        p = add_rn(p, x[i])
+    return p
+
+
+@jitable
+def tree_inplace(p, start, count):
+    """Combine the partials p[start:start+count] (count >= 1) by the pairwise tree;
+    returns the total and overwrites p[start:start+count].
+
+    Level by level: p[t] = p[2t] + p[2t+1]; an odd last partial moves up
+    unchanged.  Writing at t while reading at 2t, 2t+1 >= t is safe in place."""
+    width = count
+    while width > 1:
+        half = width // 2
+        for t in range(half):
+            p[start + t] = add_rn(p[start + 2 * t], p[start + 2 * t + 1])
+        if width % 2 == 1:
+            p[start + half] = p[start + width - 1]
+        width = width - half
+    return p[start]
+
+
+@jitable
+def _popcount(c):
+    bits = 0
+    while c > 0:
+        bits += c & 1
+        c >>= 1
+    return bits
+
+
+@jitable
+def tree_push(stack, nblocks, partial):
+    """Push the partial of block number `nblocks` (0-based); returns nblocks + 1.
+
+    The stack holds one partial per set bit of the block count, oldest first,
+    covering 2**k blocks each with k decreasing.  A new partial merges with the
+    newest entry while both cover equally many blocks: a carry in binary
+    counting, i.e. one completed node of the tree."""
+    depth = _popcount(nblocks)
+    stack[depth] = partial
+    c = nblocks
+    while c & 1:
+        depth -= 1
+        stack[depth] = add_rn(stack[depth], stack[depth + 1])
+        c >>= 1
+    return nblocks + 1
+
+
+@jitable
+def tree_total(stack, nblocks):
+    """The tree's total after `nblocks` pushes: fold the stack from the newest entry
+    to the oldest, acc = older + acc (the odd carries of the level-by-level form).
+    +0 when nothing was pushed."""
+    depth = _popcount(nblocks)
+    if depth == 0:
+        return zero_like(stack[0])
+    acc = stack[depth - 1]
+    for s in range(depth - 2, -1, -1):
+        acc = add_rn(stack[s], acc)
+    return acc
+
+
+@jitable
+def stream_add(stack, count, term):
+    """Add term number `count` (0-based) of a sequence; returns count + 1.
+
+    The open block's partial lives in stack[STACK - 1]; a full block is pushed
+    into the tree."""
+    top = STACK - 1
+    k = count % BLOCK
+    if k == 0:
+        stack[top] = term
+    else:
+        stack[top] = add_rn(stack[top], term)
+    if k == BLOCK - 1:
+        tree_push(stack, count // BLOCK, stack[top])
+    return count + 1
+
+
+@jitable
+def stream_total(stack, count):
+    """The documented sum of the `count` terms given to stream_add (+0 if none).
+
+    An open (short) block is the newest partial: folding it in first gives the
+    same additions as pushing it and then folding."""
+    nblocks = count // BLOCK
+    if count % BLOCK == 0:
+        return tree_total(stack, nblocks)
+    acc = stack[STACK - 1]
+    depth = _popcount(nblocks)
+    for s in range(depth - 1, -1, -1):
+        acc = add_rn(stack[s], acc)
+    return acc
+
+
+# ------------------------------------------------------------------ max / min / argmax order
+
+# amax, amin, argmax and argmin compare by a total order on the bits, so that
+# their result never depends on the order of the comparisons:
+#   -inf < ... < -0 < +0 < ... < +inf, and NaN is the extreme (it propagates);
+# ties go to the smallest index.  `order_key` maps a float to an int64 whose
+# integer order is that order (for `largest`) or its reverse for the numbers
+# (for the minimum), with NaN above everything in both.
+
+_NAN_KEY = np.int64(0x7FFFFFFFFFFFFFFF)
+_MAG32 = np.uint32(0x7FFFFFFF)
+_MAG64 = np.uint64(0x7FFFFFFFFFFFFFFF)
+_SIGN32 = np.uint32(0x80000000)
+_SIGN64 = np.uint64(0x8000000000000000)
+
+
+@jitable
+def _key32(x, largest):
+    if x != x:
+        return _NAN_KEY
+    bits = bitcast(x)
+    mag = np.int64(bits & _MAG32)
+    key = -mag - 1 if (bits & _SIGN32) != 0 else mag
+    return key if largest else -key - 1
+
+
+@jitable
+def _key64(x, largest):
+    if x != x:
+        return _NAN_KEY
+    bits = bitcast(x)
+    mag = np.int64(bits & _MAG64)
+    key = -mag - 1 if (bits & _SIGN64) != 0 else mag
+    return key if largest else -key - 1
+
+
+def order_key(x, largest):
+    """int64 key: a larger key is a better candidate for amax (largest=True) or
+    amin (largest=False); NaN has the largest key; +0 is above -0 for amax and
+    below it for amin."""
+    if x != x:
+        return int(_NAN_KEY)
+    bits = int(bitcast(x))
+    width = 32 if isinstance(x, np.float32) else 64
+    mag = bits & ((1 << (width - 1)) - 1)
+    key = -mag - 1 if bits >> (width - 1) else mag
+    return np.int64(key if largest else -key - 1)
+
+
+by_type(order_key, {_types.float32: _key32, _types.float64: _key64})
+
+
+# ------------------------------------------------------------------ terms
+
+# The sum kernels add term(x, c) for each element x of a row whose output has
+# the per-output value c.  `sum` adds the elements themselves; `var` adds the
+# squared deviations from the row's mean, d = x - mean rounded, then d * d
+# rounded (two roundings per term, as docs/order.md says).
+
+
+@jitable
+def term_value(x, c):
+    return x
+
+
+@jitable
+def term_centered_square(x, c):
+    d = sub_rn(x, c)
+    return mul_rn(d, d)

@@ -1,0 +1,243 @@
+# softrep: no kernels
+"""Deep-learning functions built from the correctly rounded math library.
+
+softmax, log_softmax, logsumexp, silu, softplus and mish, with torch's
+signatures.  Each is a fixed sequence of softrep ops (elementwise ops rounded
+to nearest, the correctly rounded `exp`, `log`, `log1p`, `sigmoid`, `tanh`,
+and the reductions `amax` and `sum`, whose order is that of docs/order.md), so
+the bits depend on nothing but the inputs.  The sequences are documented in
+docs/order.md ("Math and derived functions").
+
+softmax, log_softmax and logsumexp have their own autograd Functions (the
+backward formulas below, made of softrep ops); silu, softplus and mish are
+compositions whose backward is the autograd of their softrep ops.  Selections
+(`torch.where`) copy values and do no arithmetic.
+"""
+
+import torch
+
+from ...ops import elementwise as E
+from ...ops import math as M
+from ...ops import reduction as R
+from ...ops.validate import normalize_dim
+
+
+def _check_tensor(fn, input):
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"softrep.{fn}: argument 'input' must be a torch.Tensor, got {type(input).__name__}")
+    if input.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"softrep.{fn}: argument 'input' has dtype {input.dtype}; expected torch.float32 "
+                        "(or torch.float64 where the math functions support it)")
+
+
+def _check_dtype_arg(fn, input, dtype):
+    if dtype is not None and dtype != input.dtype:
+        raise TypeError(f"softrep.{fn}: argument 'dtype' must be None or the input's dtype {input.dtype}; "
+                        f"got {dtype} (softrep does not convert silently)")
+
+
+def _shift(x, dim):
+    """x - max(x, dim): the max is exact and the subtraction rounds once.  The max
+    is a constant of the backward (softmax is invariant under the shift)."""
+    m = R.amax(x, dim, keepdim=True).detach()
+    return E.sub(x, m)
+
+
+class SoftmaxFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        e = M.exp(_shift(x.detach(), dim))
+        out = E.div(e, R.sum(e, dim, keepdim=True))
+        ctx.dim = dim
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        # mul(out, sub(g, sum(mul(g, out), dim)))
+        s = R.sum(E.mul(g, out), ctx.dim, keepdim=True)
+        return E.mul(out, E.sub(g, s)), None
+
+
+class LogSoftmaxFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        z = _shift(x.detach(), dim)
+        out = E.sub(z, M.log(R.sum(M.exp(z), dim, keepdim=True)))
+        ctx.dim = dim
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        # sub(g, mul(exp(out), sum(g, dim)))
+        return E.sub(g, E.mul(M.exp(out), R.sum(g, ctx.dim, keepdim=True))), None
+
+
+class _LogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        xd = x.detach()
+        m = R.amax(xd, dims, keepdim=True)
+        # as torch: an infinite max is replaced by 0, so that all -inf rows give -inf
+        m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+        out = E.add(m, M.log(R.sum(M.exp(E.sub(xd, m)), dims, keepdim=True)))
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.save_for_backward(xd, out)
+        return out if keepdim else out.squeeze(dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        if not ctx.keepdim:
+            for d in sorted(ctx.dims):
+                g = g.unsqueeze(d)
+        # mul(g, exp(sub(x, out)))
+        return E.mul(g, M.exp(E.sub(x, out))), None, None
+
+
+def _one_dim(fn, input, dim):
+    _check_tensor(fn, input)
+    if dim is None:
+        raise TypeError(f"softrep.{fn}: argument 'dim' is required (softrep does not guess it)")
+    return normalize_dim(fn, dim, input.dim())
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x - max) / sum(exp(x - max)) along `dim` (sum in the order of docs/order.md)."""
+    d = _one_dim("softmax", input, dim)
+    _check_dtype_arg("softmax", input, dtype)
+    if input.dim() == 0:
+        return SoftmaxFunction.apply(input.reshape(1), 0).reshape(())
+    if input.numel() == 0:
+        return input.clone()
+    return SoftmaxFunction.apply(input, d)
+
+
+def log_softmax(input, dim, dtype=None):
+    """(x - max) - log(sum(exp(x - max))) along `dim`."""
+    d = _one_dim("log_softmax", input, dim)
+    _check_dtype_arg("log_softmax", input, dtype)
+    if input.dim() == 0:
+        return LogSoftmaxFunction.apply(input.reshape(1), 0).reshape(())
+    if input.numel() == 0:
+        return input.clone()
+    return LogSoftmaxFunction.apply(input, d)
+
+
+def logsumexp(input, dim, keepdim=False):
+    """m + log(sum(exp(x - m))) over `dim` (an int or a tuple), m the max (0 where
+    the max is infinite, as in torch)."""
+    _check_tensor("logsumexp", input)
+    dims = (dim,) if isinstance(dim, int) and not isinstance(dim, bool) else tuple(dim)
+    if not dims:
+        raise ValueError("softrep.logsumexp: argument 'dim' must name at least one dimension")
+    x = input.reshape(1) if input.dim() == 0 else input
+    dims = tuple(sorted({normalize_dim("logsumexp", d, input.dim()) for d in dims}))
+    out = _LogSumExp.apply(x, dims, keepdim or input.dim() == 0)
+    return out.reshape(()) if input.dim() == 0 else out
+
+
+def silu(input, inplace=False):
+    """mul(x, sigmoid(x)) (sigmoid correctly rounded, then one rounded product)."""
+    _check_tensor("silu", input)
+    if inplace:
+        raise ValueError("softrep.silu: argument 'inplace' must be False (softrep never modifies inputs)")
+    return E.mul(input, M.sigmoid(input))
+
+
+def _number(fn, name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """div(log1p(exp(mul(x, beta))), beta), and x itself where mul(x, beta) > threshold
+    (torch's rule).  beta = 1 makes the mul and div exact."""
+    _check_tensor("softplus", input)
+    beta = _number("softplus", "beta", beta)
+    threshold = _number("softplus", "threshold", threshold)
+    if beta == 0:
+        raise ValueError("softrep.softplus: argument 'beta' must be nonzero")
+    bx = E.mul(input, beta)
+    linear = bx > threshold
+    # the non-selected branch gets x = 0, so that its backward never sees exp overflow (0 * inf)
+    safe = torch.where(linear, torch.zeros_like(bx), bx)
+    soft = E.div(M.log1p(M.exp(safe)), beta)
+    return torch.where(linear, input, soft)
+
+
+def mish(input, inplace=False):
+    """mul(x, tanh(softplus(x))) with softplus(beta=1, threshold=20)."""
+    _check_tensor("mish", input)
+    if inplace:
+        raise ValueError("softrep.mish: argument 'inplace' must be False (softrep never modifies inputs)")
+    return E.mul(input, M.tanh(softplus(input)))
+
+
+# ----------------------------------------------------------------------------- relu, leaky_relu
+
+def _store_inplace(fn, input, out, inplace):
+    if isinstance(inplace, bool) and not inplace:
+        return out
+    if not isinstance(inplace, bool):
+        raise TypeError(f"softrep.{fn}: argument 'inplace' must be a bool, got {type(inplace).__name__}")
+    return input.copy_(out)  # copy_ passes the gradient through to `out`
+
+
+class _Relu(torch.autograd.Function):
+    """torch's relu: x < 0 ? +0 : x (so relu(-0) = -0 and NaN stays NaN, canonical).
+    Backward as torch's threshold_backward on the result: g where out > 0 or out
+    is NaN, else +0 -- selections, no arithmetic."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = torch.where(x < 0, torch.zeros((), dtype=x.dtype, device=x.device), x)
+        nan = torch.isnan(x)
+        out = out.masked_fill(nan, float("nan"))
+        ctx.save_for_backward((out > 0) | nan)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (passes,) = ctx.saved_tensors
+        return torch.where(passes, g, torch.zeros((), dtype=g.dtype, device=g.device))
+
+
+class _LeakyRelu(torch.autograd.Function):
+    """torch's leaky_relu: x > 0 ? x : mul_rn(x, slope) (NaN -> canonical NaN via
+    the product).  Backward: x > 0 ? g : mul_rn(g, slope)."""
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        positive = x > 0
+        out = torch.where(positive, x, E.mul(x, slope))
+        ctx.slope = slope
+        ctx.save_for_backward(positive)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (positive,) = ctx.saved_tensors
+        return torch.where(positive, g, E.mul(g, ctx.slope)), None
+
+
+def relu(input, inplace=False):
+    """max(x, 0) as torch computes it (x < 0 ? 0 : x): an exact selection; NaN in,
+    canonical NaN out.  `inplace=True` writes the result into `input` and returns it."""
+    _check_tensor("relu", input)
+    return _store_inplace("relu", input, _Relu.apply(input), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else mul_rn(x, negative_slope) with the slope rounded to
+    input's dtype (as torch).  Backward: g, or mul_rn(g, slope)."""
+    _check_tensor("leaky_relu", input)
+    slope = _number("leaky_relu", "negative_slope", negative_slope)
+    return _store_inplace("leaky_relu", input, _LeakyRelu.apply(input, slope), inplace)
+
+
+__all__ = ["softmax", "log_softmax", "logsumexp", "silu", "softplus", "mish", "relu", "leaky_relu"]

@@ -1,0 +1,241 @@
+# softrep: no kernels
+"""batch_norm, layer_norm, rms_norm and group_norm with torch's signatures.
+
+All four are one normalisation over a set of dims of the input (the
+"normalised elements" of each output), written as softrep ops rounded to
+nearest, followed by the affine map:
+
+    m    = mean(x, dims)                         (rms_norm: no centring, d = x)
+    d    = sub(x, m)
+    ss   = sum(mul(d, d), dims)                  (the documented sum order)
+    v    = div(ss, n)                            (bitwise softrep.var(x, dims, correction=0))
+    s    = sqrt(add(v, eps))
+    xhat = div(d, s)
+    y    = add(mul(xhat, weight), bias)          (each step only when given)
+
+Dividing by s (rather than multiplying by a rounded 1/s) keeps every output
+element at two roundings after the statistics.  The normalisation is one
+autograd Function whose backward is the closed form of the gradient written
+as softrep ops (docs/order.md, "Normalization"); the affine map is composed
+of softrep elementwise ops, so the weight and bias gradients are their
+documented broadcast sums.  batch_norm's running statistics are updated in
+place as torch defines them (momentum, unbiased running variance).
+"""
+
+import math
+import numbers
+
+import torch
+
+from ...ops import elementwise as E
+from ...ops import reduction as R
+
+_FLOAT = (torch.float32, torch.float64)
+
+
+def _check_input(fn, input, min_dim=1):
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"softrep.{fn}: argument 'input' must be a torch.Tensor, got {type(input).__name__}")
+    if input.dtype not in _FLOAT:
+        raise TypeError(f"softrep.{fn}: argument 'input' has dtype {input.dtype}; expected torch.float32 or "
+                        "torch.float64")
+    if input.dim() < min_dim:
+        raise ValueError(f"softrep.{fn}: argument 'input' must have at least {min_dim} dims, "
+                         f"got shape {tuple(input.shape)}")
+
+
+def check_param(fn, name, t, input, shape):
+    """An optional per-feature tensor (weight, bias, running stats) of exactly `shape`."""
+    if t is None:
+        return
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be a torch.Tensor or None, got {type(t).__name__}")
+    if t.dtype != input.dtype:
+        raise TypeError(f"softrep.{fn}: argument '{name}' has dtype {t.dtype} but 'input' has {input.dtype}; "
+                        "softrep does not promote dtypes")
+    if t.device != input.device:
+        raise ValueError(f"softrep.{fn}: argument '{name}' is on {t.device} but 'input' is on {input.device}")
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"softrep.{fn}: argument '{name}' has shape {tuple(t.shape)}; expected {tuple(shape)}")
+
+
+def _number(fn, name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def check_eps(fn, eps):
+    eps = _number(fn, "eps", eps)
+    if not eps >= 0:
+        raise ValueError(f"softrep.{fn}: argument 'eps' must be >= 0, got {eps}")
+    return eps
+
+
+def moments(x, dims, eps, center):
+    """(xhat, m, ss, s) of the module docstring; m is None when not centring."""
+    n = math.prod(x.shape[d] for d in dims)
+    m = R.mean(x, dims, keepdim=True) if center else None
+    d = E.sub(x, m) if center else x
+    ss = R.sum(E.mul(d, d), dims, keepdim=True)
+    s = E.sqrt(E.add(E.div(ss, float(n)), eps))
+    return E.div(d, s), m, ss, s
+
+
+class _Normalize(torch.autograd.Function):
+    """xhat over `dims` (outputs: xhat, and the non-differentiable m and ss that
+    batch_norm's running statistics need).
+
+    Backward, n the number of normalised elements, g the gradient of xhat:
+        c  = mean(mul(g, xhat), dims)
+        t  = sub(g, mean(g, dims))          (rms_norm: t = g)
+        dx = div(sub(t, mul(xhat, c)), s)
+    When a graph of the backward is requested, xhat and s are recomputed from x
+    by the forward's ops (same bits), so that second derivatives are right.
+    """
+
+    @staticmethod
+    def forward(ctx, x, dims, eps, center):
+        xhat, m, ss, s = moments(x, dims, eps, center)
+        ctx.dims, ctx.eps, ctx.center = dims, eps, center
+        ctx.save_for_backward(x, xhat, s)
+        if m is None:
+            m = torch.zeros_like(ss)
+        ctx.mark_non_differentiable(m, ss)
+        return xhat, m, ss
+
+    @staticmethod
+    def backward(ctx, g, _gm, _gss):
+        x, xhat, s = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            xhat, _, _, s = moments(x, ctx.dims, ctx.eps, ctx.center)
+        dims = ctx.dims
+        c = R.mean(E.mul(g, xhat), dims, keepdim=True)
+        t = E.sub(g, R.mean(g, dims, keepdim=True)) if ctx.center else g
+        return E.div(E.sub(t, E.mul(xhat, c)), s), None, None, None
+
+
+def _normalize(x, dims, eps, center):
+    if x.numel() == 0:
+        # nothing to normalise; an empty result that still carries a graph
+        return E.mul(x, 1.0), None, None
+    return _Normalize.apply(x, dims, eps, center)
+
+
+def affine(y, weight, bias, view):
+    if weight is not None:
+        y = E.mul(y, weight.reshape(view))
+    if bias is not None:
+        y = E.add(y, bias.reshape(view))
+    return y
+
+
+def normalized_shape_dims(fn, input, normalized_shape):
+    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
+        normalized_shape = (int(normalized_shape),)
+    try:
+        shape = tuple(int(s) for s in normalized_shape)
+    except TypeError:
+        raise TypeError(f"softrep.{fn}: argument 'normalized_shape' must be an int or a sequence of ints, "
+                        f"got {normalized_shape!r}") from None
+    k = len(shape)
+    if k == 0:
+        raise ValueError(f"softrep.{fn}: argument 'normalized_shape' must name at least one dim")
+    if k > input.dim() or tuple(input.shape[input.dim() - k:]) != shape:
+        raise ValueError(f"softrep.{fn}: argument 'normalized_shape' {shape} does not match the trailing dims "
+                         f"of 'input' {tuple(input.shape)}")
+    return shape, tuple(range(input.dim() - k, input.dim()))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing `normalized_shape` dims (biased variance), then
+    mul(., weight) and add(., bias) elementwise."""
+    _check_input("layer_norm", input)
+    shape, dims = normalized_shape_dims("layer_norm", input, normalized_shape)
+    check_param("layer_norm", "weight", weight, input, shape)
+    check_param("layer_norm", "bias", bias, input, shape)
+    xhat = _normalize(input, dims, check_eps("layer_norm", eps), True)[0]
+    return affine(xhat, weight, bias, shape)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """div(x, sqrt(add(mean(mul(x, x)), eps))) over the trailing dims, then
+    mul(., weight); eps None is torch.finfo(dtype).eps, as in torch."""
+    _check_input("rms_norm", input)
+    shape, dims = normalized_shape_dims("rms_norm", input, normalized_shape)
+    check_param("rms_norm", "weight", weight, input, shape)
+    eps = torch.finfo(input.dtype).eps if eps is None else check_eps("rms_norm", eps)
+    xhat = _normalize(input, dims, eps, False)[0]
+    return affine(xhat, weight, None, shape)
+
+
+def _channel_view(input):
+    return (1, input.shape[1]) + (1,) * (input.dim() - 2)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Input (N, C, *): normalise each of the `num_groups` groups of C/num_groups
+    consecutive channels over (channels of the group, *), elements in row-major
+    order; then the per-channel affine map."""
+    _check_input("group_norm", input, min_dim=2)
+    if isinstance(num_groups, bool) or not isinstance(num_groups, numbers.Integral):
+        raise TypeError(f"softrep.group_norm: argument 'num_groups' must be an int, got {type(num_groups).__name__}")
+    channels = input.shape[1]
+    if num_groups <= 0 or channels % num_groups:
+        raise ValueError(f"softrep.group_norm: argument 'num_groups' ({num_groups}) must be positive and divide "
+                         f"the number of channels ({channels})")
+    check_param("group_norm", "weight", weight, input, (channels,))
+    check_param("group_norm", "bias", bias, input, (channels,))
+    eps = check_eps("group_norm", eps)
+    per_group = channels // num_groups * math.prod(input.shape[2:])
+    grouped = input.reshape(input.shape[0], int(num_groups), per_group)
+    xhat = _normalize(grouped, (2,), eps, True)[0].reshape(input.shape)
+    return affine(xhat, weight, bias, _channel_view(input))
+
+
+def _update_running(stat, new, momentum):
+    """stat <- add(mul(new, momentum), mul(stat, 1 - momentum)), in place; both
+    factors are evaluated in binary64 and rounded once to the dtype."""
+    with torch.no_grad():
+        stat.copy_(E.add(E.mul(new, momentum), E.mul(stat, 1.0 - momentum)))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Per channel (dim 1) over (N, *).  Training: normalise with the batch's
+    mean and biased variance, and update running_mean / running_var (if given)
+    in place with the batch mean and the unbiased variance.  Eval: normalise with
+    the running statistics: div(sub(x, running_mean), sqrt(add(running_var, eps)))."""
+    fn = "batch_norm"
+    _check_input(fn, input, min_dim=2)
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        check_param(fn, name, t, input, (channels,))
+    if (running_mean is None) != (running_var is None):
+        raise ValueError(f"softrep.{fn}: arguments 'running_mean' and 'running_var' must both be tensors or both None")
+    if momentum is None:
+        raise TypeError(f"softrep.{fn}: argument 'momentum' must be a number; for a cumulative average pass "
+                        "1 / num_batches_tracked (what torch's modules do with momentum=None)")
+    momentum = _number(fn, "momentum", momentum)
+    eps = check_eps(fn, eps)
+    view = _channel_view(input)
+    if not training:
+        if running_mean is None:
+            raise ValueError(f"softrep.{fn}: argument 'running_mean' must be defined in evaluation mode "
+                             "(training=False)")
+        s = E.sqrt(E.add(running_var.reshape(view), eps))
+        return affine(E.div(E.sub(input, running_mean.reshape(view)), s), weight, bias, view)
+    n = input.numel() // channels if channels else 0
+    if n == 1:
+        raise ValueError(f"softrep.{fn}: expected more than 1 value per channel when training, got 'input' of "
+                         f"shape {tuple(input.shape)}")
+    dims = (0,) + tuple(range(2, input.dim()))
+    xhat, m, ss = _normalize(input, dims, eps, True)
+    if running_mean is not None and m is not None:
+        _update_running(running_mean, m.reshape(channels), momentum)
+        # unbiased variance: div(ss, n - 1), bitwise softrep.var(x, dims)
+        _update_running(running_var, E.div(ss.reshape(channels), float(n - 1)), momentum)
+    return affine(xhat, weight, bias, view)
+
+
+__all__ = ["batch_norm", "layer_norm", "rms_norm", "group_norm"]

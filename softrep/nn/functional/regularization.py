@@ -1,0 +1,65 @@
+# softrep: no kernels
+"""dropout with a mask from softrep's counter-based generator (docs/training.md, "Dropout mask").
+
+The mask is `softrep.bernoulli` at probability q = 1 - p: element i (row-major
+index of the input) is kept exactly when u_i < q, u_i the `softrep.rand` value
+of element i for the input's dtype from the generator's (seed, offset).  So
+the mask depends only on (seed, offset, i) -- not on the device, the thread
+count or the batch split -- and one call uses one offset.
+"""
+
+import numbers
+
+import torch
+
+from ...ops import elementwise as E
+from ...ops.generator import resolve
+from ...ops.random import bernoulli
+
+
+def dropout_scale(p, dtype):
+    """The factor kept elements are multiplied by, as torch: q = 1 - p computed in
+    double and rounded to `dtype`, then scale = div_rn(1, q) in `dtype`."""
+    q = torch.tensor(1.0 - p, dtype=torch.float64).to(dtype)
+    return E.div(torch.ones((), dtype=dtype), q)
+
+
+def dropout_noise(input, p, generator=None):
+    """The multiplier of one dropout call: scale where kept, +0 where dropped
+    (one draw from `generator`, or from the default generator)."""
+    keep = bernoulli(input.detach(), 1.0 - p, generator=generator) != 0
+    scale = dropout_scale(p, input.dtype).to(input.device)
+    return torch.where(keep, scale, torch.zeros((), dtype=input.dtype, device=input.device))
+
+
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """torch.nn.functional.dropout with softrep's mask: out = mul_rn(x, noise),
+    noise = div_rn(1, fl(1 - p)) where kept and +0 where dropped (so a dropped
+    inf or NaN gives NaN, as in torch).  Backward: mul_rn(g, noise).
+    p = 1 gives mul_rn(x, +0) without a draw; p = 0 or training=False returns
+    `input` itself (no draw), as torch does."""
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"softrep.dropout: argument 'input' must be a torch.Tensor, got {type(input).__name__}")
+    if input.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"softrep.dropout: argument 'input' has dtype {input.dtype}; "
+                        "expected torch.float32 or torch.float64")
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"softrep.dropout: argument 'p' must be a number, got {type(p).__name__}")
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"softrep.dropout: argument 'p' is the dropout probability and must be in [0, 1], got {p}")
+    for name, flag in (("training", training), ("inplace", inplace)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"softrep.dropout: argument '{name}' must be a bool, got {type(flag).__name__}")
+    gen = resolve("dropout", generator)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        noise = torch.zeros((), dtype=input.dtype, device=input.device)
+    else:
+        noise = dropout_noise(input, p, gen)
+    out = E.mul(input, noise)
+    return input.copy_(out) if inplace else out
+
+
+__all__ = ["dropout"]

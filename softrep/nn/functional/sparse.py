@@ -1,0 +1,170 @@
+# softrep: no kernels
+"""embedding, and the row gather / ordered scatter-sum pair that pooling shares.
+
+A gather copies values (exact).  Its gradient is a scatter-sum: every source
+row lands on the row it was gathered from, and a row gathered several times
+receives several gradients, which must be added.  torch adds them with
+`index_add_` / `index_put_(accumulate=True)`, whose order depends on the
+device and the thread count.  Here the gradients destined for one row are
+added with `softrep.sum` (docs/order.md, "Reductions") in the order of their
+position in the source -- the row-major order of the gathered tensor -- so the
+result depends on nothing but the values (docs/order.md, "Embedding").
+
+`gather_rows` and `scatter_sum_rows` are each other's backward, so gradients of
+any order are made of softrep ops.
+"""
+
+import torch
+
+from ...ops import reduction as R
+
+
+def canonical_nan(t):
+    """t with every NaN replaced by the canonical quiet NaN (a copy only when needed)."""
+    nan = torch.isnan(t)
+    return t.masked_fill(nan, float("nan")) if bool(nan.any()) else t
+
+
+def _scatter_sum(src, index, num_rows):
+    """out[r] = sum of src[i] over the i (increasing) with index[i] == r, in the
+    documented sum order; +0 where no i lands; index -1 drops the row.
+
+    Rows are grouped by their number of contributions in power-of-two buckets and
+    each bucket is padded with -0 up to its largest count: -0 is an exact identity
+    of add_rn (x + -0 = x for every x, including +0, -0 and NaN), and padding at the
+    end of a sequence changes neither the left-to-right block sums nor the tree of
+    docs/order.md, so a padded row sums to exactly the softrep.sum of its own
+    contributions.  The buckets bound the padding to less than twice the data."""
+    D = src.shape[1]
+    out = torch.zeros((num_rows, D), dtype=src.dtype, device=src.device)
+    kept = torch.nonzero(index >= 0).squeeze(1)
+    if kept.numel() == 0 or D == 0:
+        return out
+    dest = index[kept]
+    order = torch.sort(dest, stable=True).indices  # stable: source order within a row
+    dest, source = dest[order], kept[order]
+    rows, counts = torch.unique_consecutive(dest, return_counts=True)
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(dest.numel(), device=src.device) - torch.repeat_interleave(starts, counts)
+    slot = torch.repeat_interleave(torch.arange(rows.numel(), device=src.device), counts)
+    single = counts == 1
+    if bool(single.any()):  # the sum of one term is the term
+        one = single[slot]
+        out[dest[one]] = src[source[one]]
+    bucket = torch.ceil(torch.log2(counts.to(torch.float64))).to(torch.int64)  # exact for counts < 2^52
+    for b in torch.unique(bucket[~single]).tolist():
+        members = torch.nonzero((bucket == b) & ~single).squeeze(1)  # slots of this bucket
+        width = int(counts[members].max())
+        local = torch.full((rows.numel(),), -1, dtype=torch.int64, device=src.device)
+        local[members] = torch.arange(members.numel(), device=src.device)
+        take = local[slot] >= 0
+        padded = torch.full((members.numel(), width, D), -0.0, dtype=src.dtype, device=src.device)
+        padded[local[slot[take]], rank[take]] = src[source[take]]  # distinct places: a copy
+        out[rows[members]] = R.sum(padded, dim=1)
+    return out
+
+
+class _GatherRows(torch.autograd.Function):
+    """table[index] (rows; index -1 gives a row of `fill`), NaN canonical.
+    Backward: scatter-sum of the gradient rows to `grad_index` (-1: no gradient)."""
+
+    @staticmethod
+    def forward(ctx, table, index, grad_index, fill):
+        ctx.num_rows = table.shape[0]
+        ctx.save_for_backward(grad_index)
+        missing = index < 0
+        out = table[index.clamp(min=0)]
+        if bool(missing.any()):
+            out[missing] = fill
+        return canonical_nan(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        (grad_index,) = ctx.saved_tensors
+        return scatter_sum_rows(g, grad_index, ctx.num_rows), None, None, None
+
+
+class _ScatterSumRows(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, src, index, num_rows):
+        ctx.save_for_backward(index)
+        return _scatter_sum(src.detach(), index, num_rows)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        # src row i went to row index[i]: its gradient is that row's gradient (a gather);
+        # a dropped row gets +0
+        return gather_rows(g, index, index, 0.0), None, None
+
+
+def gather_rows(table, index, grad_index=None, fill=-0.0):
+    """table (n, D)[index] for an int64 index (m,), with -1 giving a row of `fill`;
+    the gradient of table is `scatter_sum_rows(g, grad_index)` (grad_index
+    defaults to index; -1 entries get no gradient)."""
+    return _GatherRows.apply(table, index, index if grad_index is None else grad_index, fill)
+
+
+def scatter_sum_rows(src, index, num_rows):
+    """(num_rows, D): row r is the softrep.sum, in source order, of the rows src[i]
+    with index[i] == r (+0 if none; -1 drops a row)."""
+    return _ScatterSumRows.apply(src, index, num_rows)
+
+
+# ----------------------------------------------------------------------------- embedding
+
+def _reject(name, value, default, why):
+    if value != default:
+        raise NotImplementedError(f"softrep.embedding: argument '{name}'={value!r} is not supported ({why}); "
+                                  f"use the default {default!r}")
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """weight[input], like torch.nn.functional.embedding.
+
+    Forward: an exact copy of rows (a NaN is stored as the canonical NaN).
+    Backward (gradient of weight): row r gets the softrep.sum of the gradient rows
+    of the input positions holding r, in row-major order of `input`; rows never
+    used get +0, and `padding_idx` gets +0 (its forward row is still copied).
+    max_norm (renormalises weight in place), scale_grad_by_freq and sparse are
+    not implemented and raise NotImplementedError."""
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"softrep.embedding: argument 'input' must be a torch.Tensor, got {type(input).__name__}")
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"softrep.embedding: argument 'weight' must be a torch.Tensor, got {type(weight).__name__}")
+    if input.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"softrep.embedding: argument 'input' must have dtype torch.int64 or torch.int32, "
+                        f"got {input.dtype}")
+    if weight.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"softrep.embedding: argument 'weight' has dtype {weight.dtype}; "
+                        "expected torch.float32 or torch.float64")
+    if weight.dim() != 2:
+        raise ValueError(f"softrep.embedding: argument 'weight' must be 2-D (num_embeddings, embedding_dim), "
+                         f"got shape {tuple(weight.shape)}")
+    if input.device != weight.device:
+        raise ValueError(f"softrep.embedding: argument 'input' is on {input.device} but 'weight' is on "
+                         f"{weight.device}")
+    _reject("max_norm", max_norm, None, "it renormalises weight in place with a rounded norm")
+    _reject("scale_grad_by_freq", scale_grad_by_freq, False, "not implemented")
+    _reject("sparse", sparse, False, "softrep gradients are dense")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
+            raise TypeError(f"softrep.embedding: argument 'padding_idx' must be an int or None, "
+                            f"got {type(padding_idx).__name__}")
+        if not -n <= padding_idx < n:
+            raise ValueError(f"softrep.embedding: argument 'padding_idx' is {padding_idx}, must be within "
+                             f"[{-n}, {n - 1}] for num_embeddings={n}")
+        padding_idx %= n
+    index = input.reshape(-1).to(torch.int64)
+    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= n):
+        bad = int(index.min()) if int(index.min()) < 0 else int(index.max())
+        raise IndexError(f"softrep.embedding: argument 'input' holds index {bad}, out of range [0, {n - 1}] "
+                         f"for num_embeddings={n}")
+    grad_index = index if padding_idx is None else index.masked_fill(index == padding_idx, -1)
+    out = gather_rows(weight, index, grad_index, 0.0)
+    return out.reshape(*input.shape, weight.shape[1])
+
+
+__all__ = ["embedding"]

@@ -1,0 +1,190 @@
+"""conv1d and conv2d with autograd, as products in a fixed order (docs/order.md, "Convolution").
+
+Forward, per output element (n, co, oh, ow), with g the group of co:
+    acc = +0
+    for c in the input channels of group g, for kh, for kw (row-major):
+        acc = fma_rn(xpad[n, c, oh*sh + kh*dh, ow*sw + kw*dw], w[co, c, kh, kw], acc)
+    out = add_rn(acc, bias[co])     (when there is a bias)
+where xpad is the input zero-padded: a padding position contributes
+fma(0, w, acc) like any other term.
+
+This is the matrix product W_g (Cout/G, Cin/G*KH*KW) @ cols_g (Cin/G*KH*KW, N*OH*OW)
+in the k order of `softrep.ops.products` (cols = im2col of xpad), computed as an
+implicit GEMM: the CPU writes xpad straight into the product kernel's packed
+panels (softrep/cpu/conv.py), the CUDA kernel reads xpad directly
+(softrep/cuda/conv.py).  grad_weight uses an explicit im2col (torch `unfold`,
+which only moves values) and the batched product.
+
+Backward (all products of `softrep.ops.products`, same k order):
+* grad_input: the stride-1 convolution, dilation (dh, dw), of gz -- the output
+  gradient with (stride - 1) zeros inserted between elements, and
+  (KH-1)*dh / (KW-1)*dw zeros around -- with the weight flipped in kh, kw and
+  transposed within each group, then cropped to the unpadded input.  Per input
+  element: acc = +0, then fma over (co in the group, kh = KH-1 .. 0,
+  kw = KW-1 .. 0) with the zero-inserted gradient (zeros are terms too).
+* grad_weight[co, c, kh, kw]: acc = +0, then fma(g[n, co, oh, ow],
+  xpad[n, c, oh*sh + kh*dh, ow*sw + kw*dw], acc) for (n, oh, ow) in row-major order.
+* grad_bias[co]: softrep.sum of g[:, co, :, :] (the documented sum order over
+  the elements in (n, oh, ow) row-major order).
+"""
+
+import numbers
+
+import torch
+import torch.nn.functional as F
+
+from . import backend
+from ..cpu import conv as cpu_conv
+from ..cuda import conv as cuda_conv
+from .products import bmm_forward, check_operands
+from .summation import sum_to_shape
+
+
+def _pair(fn, name, value, dims, minimum):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (int(value),) * dims
+    if (not isinstance(value, (tuple, list)) or len(value) != dims
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value)):
+        raise ValueError(f"softrep.{fn}: argument '{name}' must be an int or a tuple of {dims} ints, got {value!r}")
+    if any(v < minimum for v in value):
+        raise ValueError(f"softrep.{fn}: argument '{name}' must be >= {minimum}, got {tuple(value)}")
+    return tuple(int(v) for v in value)
+
+
+def _padding(fn, padding, dims, kernel, dilation, stride):
+    """((before, after) per spatial dim) for torch's padding argument."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * dims
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"softrep.{fn}: padding='same' needs stride 1, got stride={stride}")
+            pads = []
+            for k, d in zip(kernel, dilation):
+                total = d * (k - 1)
+                pads.append((total // 2, total - total // 2))  # torch puts the extra zero after
+            return tuple(pads)
+        raise ValueError(f"softrep.{fn}: argument 'padding' must be 'same', 'valid', an int or a tuple; got {padding!r}")
+    return tuple((p, p) for p in _pair(fn, "padding", padding, dims, 0))
+
+
+def _out_size(size, k, stride, dilation):
+    return (size - dilation * (k - 1) - 1) // stride + 1
+
+
+def _conv2d_core(xpad, w, bias, stride, dilation, groups):
+    """Forward of an unpadded 2-D convolution (no autograd): the implicit GEMM
+    W_g @ im2col(xpad) per group (softrep/cpu/conv.py, softrep/cuda/conv.py)."""
+    n, c_in, hp, wp = xpad.shape
+    c_out, c_g, kh, kw = w.shape
+    oh, ow = _out_size(hp, kh, stride[0], dilation[0]), _out_size(wp, kw, stride[1], dilation[1])
+    co_g = c_out // groups
+    out = xpad.new_empty((groups, co_g, n * oh * ow))
+    if out.numel():
+        w_g = w.detach().reshape(groups, co_g, c_g * kh * kw).contiguous()
+        bias_rows = (bias.detach().reshape(groups, co_g) if bias is not None
+                     else xpad.new_zeros((groups, co_g))).contiguous()  # placeholder, never read without a bias
+        backend.execute(cpu_conv.conv2d, cuda_conv.conv2d, [out], [w_g, xpad.detach().contiguous(), bias_rows],
+                        bias is not None, stride[0], stride[1], dilation[0], dilation[1], kh, kw)
+    return out.view(groups, co_g, n, oh, ow).permute(2, 0, 1, 3, 4).reshape(n, c_out, oh, ow)
+
+
+def _im2col(xpad, kernel, stride, dilation, groups):
+    """cols_g (G, Cin/G*KH*KW, N*OH*OW): the values of xpad each output reads, (c, kh, kw) x (n, oh, ow)."""
+    n, c_in, hp, wp = xpad.shape
+    kh, kw = kernel
+    oh, ow = _out_size(hp, kh, stride[0], dilation[0]), _out_size(wp, kw, stride[1], dilation[1])
+    kk = c_in // groups * kh * kw
+    if xpad.numel() == 0 or oh * ow == 0:
+        return xpad.new_zeros((groups, kk, n * oh * ow))
+    cols = F.unfold(xpad, (kh, kw), dilation=dilation, stride=stride)  # (N, C*KH*KW, L), moves values only
+    return cols.view(n, groups, kk, oh * ow).permute(1, 2, 0, 3).reshape(groups, kk, n * oh * ow)
+
+
+class Conv2dFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, bias, stride, pads, dilation, groups):
+        xpad = F.pad(x.detach(), (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+        out = _conv2d_core(xpad, w.detach(), None if bias is None else bias.detach(), stride, dilation, groups)
+        ctx.save_for_backward(w, xpad)
+        ctx.conf = (x.shape, xpad.shape, stride, pads, dilation, groups, bias is not None)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        w, xpad = ctx.saved_tensors
+        x_shape, xpad_shape, stride, pads, dilation, groups, has_bias = ctx.conf
+        g = g.contiguous()
+        n, c_out, oh, ow = g.shape
+        c_g, kh, kw = w.shape[1:]
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            hp, wp = xpad_shape[2:]
+            zh, zw = (kh - 1) * dilation[0], (kw - 1) * dilation[1]
+            gz = g.new_zeros((n, c_out, hp + zh, wp + zw))
+            gz[:, :, zh:zh + (oh - 1) * stride[0] + 1:stride[0], zw:zw + (ow - 1) * stride[1] + 1:stride[1]] = g
+            w_t = (w.detach().flip(2, 3).reshape(groups, c_out // groups, c_g, kh, kw)
+                   .transpose(1, 2).reshape(groups * c_g, c_out // groups, kh, kw))
+            gxpad = _conv2d_core(gz, w_t, None, (1, 1), dilation, groups)
+            gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]].contiguous()
+        if ctx.needs_input_grad[1]:
+            g_g = g.view(n, groups, c_out // groups, oh * ow).permute(1, 2, 0, 3).reshape(
+                groups, c_out // groups, n * oh * ow)
+            cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
+            gw = bmm_forward(g_g, cols.transpose(1, 2)).reshape(w.shape)
+        if has_bias and ctx.needs_input_grad[2]:
+            gb = sum_to_shape(g, (1, c_out, 1, 1)).reshape(c_out)  # softrep.sum over (n, oh, ow)
+        return gx, gw, gb, None, None, None, None
+
+
+def _conv(fn, dims, input, weight, bias, stride, padding, dilation, groups, padding_mode):
+    operands = {"input": input, "weight": weight}
+    if bias is not None:
+        operands["bias"] = bias
+    check_operands(fn, **operands)
+    if padding_mode != "zeros":
+        raise NotImplementedError(f"softrep.{fn}: argument 'padding_mode' must be 'zeros', got {padding_mode!r}")
+    if input.dim() not in (dims + 1, dims + 2):
+        raise ValueError(f"softrep.{fn}: argument 'input' must be {dims + 1}-D (unbatched) or {dims + 2}-D, "
+                         f"got shape {tuple(input.shape)}")
+    if weight.dim() != dims + 2:
+        raise ValueError(f"softrep.{fn}: argument 'weight' must be {dims + 2}-D, got shape {tuple(weight.shape)}")
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ValueError(f"softrep.{fn}: argument 'groups' must be a positive int, got {groups!r}")
+    unbatched = input.dim() == dims + 1
+    x = input.unsqueeze(0) if unbatched else input
+    c_in, c_out = x.shape[1], weight.shape[0]
+    if c_out % groups:
+        raise ValueError(f"softrep.{fn}: argument 'groups' ({groups}) must divide the output channels ({c_out})")
+    if c_in % groups:
+        raise ValueError(f"softrep.{fn}: argument 'groups' ({groups}) must divide the input channels ({c_in})")
+    if weight.shape[1] * groups != c_in:
+        raise ValueError(f"softrep.{fn}: argument 'weight' expects {weight.shape[1] * groups} input channels "
+                         f"({weight.shape[1]} per group x {groups} groups), but 'input' has {c_in}")
+    if bias is not None and tuple(bias.shape) != (c_out,):
+        raise ValueError(f"softrep.{fn}: argument 'bias' must have shape ({c_out},), got {tuple(bias.shape)}")
+    stride = _pair(fn, "stride", stride, dims, 1)
+    dilation = _pair(fn, "dilation", dilation, dims, 1)
+    kernel = tuple(weight.shape[2:])
+    pads = _padding(fn, padding, dims, kernel, dilation, stride)
+    for d in range(dims):
+        size = x.shape[2 + d] + sum(pads[d])
+        if size < dilation[d] * (kernel[d] - 1) + 1:
+            raise ValueError(f"softrep.{fn}: the padded input ({size} along spatial dim {d}) is smaller than the "
+                             f"dilated kernel ({dilation[d] * (kernel[d] - 1) + 1}); argument 'input' is too small")
+    if dims == 1:  # a 1-D convolution is a 2-D one over a height of 1, same order
+        out = Conv2dFunction.apply(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride, ((0, 0),) + pads,
+                            (1,) + dilation, int(groups)).squeeze(2)
+    else:
+        out = Conv2dFunction.apply(x, weight, bias, stride, pads, dilation, int(groups))
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, padding_mode="zeros"):
+    """1-D convolution (cross-correlation) like torch.nn.functional.conv1d, in the documented order."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups, padding_mode)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, padding_mode="zeros"):
+    """2-D convolution (cross-correlation) like torch.nn.functional.conv2d, in the documented order."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups, padding_mode)

@@ -1,0 +1,222 @@
+"""Elementwise ops on torch tensors, each with a rounding direction and autograd.
+
+Layering: scalar kernel (`softrep.primitives.rounding`, `softrep.algorithms.elementwise`) -> launcher
+(`softrep.cpu.launch`, `softrep.cuda.launch`) -> `_apply` here (broadcasting,
+checks, output allocation) -> `Elementwise` autograd function -> public op.
+
+Backward passes are built from softrep ops rounded to nearest, whatever the
+forward rounding: the derivative of a directed-rounded op is taken to be that
+of the exact operation.  Broadcast inputs get their gradient summed back to
+their shape with `softrep.sum`, in the order documented in docs/order.md.
+"""
+
+import torch
+
+from ..algorithms import elementwise as arith
+from . import backend, lowp
+from ..primitives import rounding as R
+from .memory import empty
+from .summation import sum_to_shape
+from .validate import broadcast_shape, rounding_suffix, tensor_operands
+from ..cpu import launch as cpu_launch
+from ..cuda import launch as cuda_launch
+
+
+def _apply(fn, scalar_kernel, names, tensors):
+    """Run `scalar_kernel` elementwise over broadcast `tensors`; no autograd."""
+    shape = broadcast_shape(fn, names, tensors)
+    first = tensors[0]
+    out = empty(shape, dtype=first.dtype, device=first.device)
+    if out.numel() == 0:
+        return out
+    flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
+    nin = len(tensors)
+    backend.execute(
+        cpu_launch.elementwise(scalar_kernel, nin),
+        cuda_launch.elementwise(scalar_kernel, nin),
+        [out.view(-1)],
+        flat,
+    )
+    return out
+
+
+def _reduce_to_input(grad, shape):
+    """grad summed over its broadcast dimensions back to `shape` (None: keep),
+    in the documented sum order (`softrep.ops.summation.sum_to_shape`)."""
+    if grad is None or shape is None or grad.shape == torch.Size(shape):
+        return grad
+    return sum_to_shape(grad, shape)
+
+
+class Elementwise(torch.autograd.Function):
+    """Autograd function for every elementwise op: `forward(inputs)` computes the
+    result (no autograd), `spec.backward` gives the input gradients of the exact
+    operation."""
+
+    @staticmethod
+    def forward(ctx, spec, forward, *inputs):
+        out = forward(inputs)
+        ctx.spec = spec
+        ctx.shapes = [t.shape for t in inputs]
+        ctx.save_for_backward(*inputs, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        *inputs, out = ctx.saved_tensors
+        grads = ctx.spec.backward(grad, out, *inputs)
+        grads = [_reduce_to_input(g, s) if ctx.needs_input_grad[i + 2] else None
+                 for i, (g, s) in enumerate(zip(grads, ctx.shapes))]
+        return (None, None, *grads)
+
+
+class ElementwiseSpec:
+    """An elementwise op: its argument names, its scalar kernel per rounding
+    suffix, and `backward(g, out, *inputs)`, the input gradients made of softrep ops."""
+
+    def __init__(self, name, arg_names, kernels, backward):
+        self.name = name
+        self.arg_names = arg_names
+        self.kernels = kernels  # rounding suffix -> scalar kernel
+        self.backward = backward
+
+    def apply(self, suffix, tensors):
+        """The op on `tensors` (already checked), rounded as `suffix` says, with autograd."""
+        kernel = self.kernels[suffix]
+        return Elementwise.apply(self, lambda ts: _apply(self.name, kernel, self.arg_names, ts), *tensors)
+
+
+def _kernels(prefix, module=R):
+    return {s: getattr(module, f"{prefix}_{s}") for s in ("rn", "rd", "ru", "rz")}
+
+
+def _exact(kernel):
+    return {s: kernel for s in ("rn", "rd", "ru", "rz")}
+
+
+# Backward formulas, from softrep ops rounded to nearest (documented in docs/primitives.md).
+SPECS = {
+    "add": ElementwiseSpec("add", ("input", "other"), _kernels("add"), lambda g, out, x, y: (g, g)),
+    "sub": ElementwiseSpec("sub", ("input", "other"), _kernels("sub"), lambda g, out, x, y: (g, neg(g))),
+    "mul": ElementwiseSpec("mul", ("input", "other"), _kernels("mul"),
+                 lambda g, out, x, y: (mul(g, y), mul(g, x))),
+    # d(x/y)/dy = -(x/y)/y: reuses the forward quotient rather than x/y**2
+    "div": ElementwiseSpec("div", ("input", "other"), _kernels("div"),
+                 lambda g, out, x, y: (div(g, y), neg(div(mul(g, out), y)))),
+    "fma": ElementwiseSpec("fma", ("x", "y", "z"), _kernels("fma"),
+                 lambda g, out, x, y, z: (mul(g, y), mul(g, x), g)),
+    "sqrt": ElementwiseSpec("sqrt", ("input",), _kernels("sqrt"),
+                  lambda g, out, x: (div(g, mul(out, 2.0)),)),
+    "neg": ElementwiseSpec("neg", ("input",), _exact(arith.neg), lambda g, out, x: (neg(g),)),
+    "abs": ElementwiseSpec("abs", ("input",), _exact(arith.absolute),
+                 lambda g, out, x: (mul(g, _apply("sign", arith.sign, ("input",), [x])),)),
+    "square": ElementwiseSpec("square", ("input",), _kernels("square", arith),
+                    lambda g, out, x: (mul(g, mul(x, 2.0)),)),
+    "reciprocal": ElementwiseSpec("reciprocal", ("input",), _kernels("reciprocal", arith),
+                        lambda g, out, x: (neg(mul(g, mul(out, out))),)),
+}
+
+
+def _op(name, operands, rounding):
+    spec = SPECS[name]
+    suffix = rounding_suffix(name, rounding)
+    return spec.apply(suffix, tensor_operands(name, **dict(zip(spec.arg_names, operands))))
+
+
+def emulated(op, inputs, format, rounding="nearest", generator=None, *, saturate=False):
+    """op(*inputs) with its exact result rounded once to `format`
+    (softrep.ops.lowp; docs/lowprecision.md).
+
+    op: "add", "sub", "mul", "div", "sqrt" or "fma"; inputs: tensors (one dtype,
+    float32 or float64, broadcastable) or Python numbers.  The result has the
+    inputs' dtype and holds a value of `format`.  Gradients are those of the
+    exact operation (docs/order.md, elementwise backward table).
+    """
+    tensors, forward = lowp.elementwise_forward(op, inputs, format, rounding, generator, saturate=saturate)
+    return Elementwise.apply(SPECS[op], forward, *tensors)
+
+
+def add(input, other, *, rounding="nearest", format=None, generator=None):
+    """input + other, rounded once in the given direction; broadcasts like torch.add."""
+    if format is not None:
+        return emulated("add", (input, other), format, rounding, generator)
+    return _op("add", (input, other), rounding)
+
+
+def sub(input, other, *, rounding="nearest", format=None, generator=None):
+    """input - other, rounded once."""
+    if format is not None:
+        return emulated("sub", (input, other), format, rounding, generator)
+    return _op("sub", (input, other), rounding)
+
+
+def mul(input, other, *, rounding="nearest", format=None, generator=None):
+    """input * other, rounded once."""
+    if format is not None:
+        return emulated("mul", (input, other), format, rounding, generator)
+    return _op("mul", (input, other), rounding)
+
+
+def div(input, other, *, rounding="nearest", format=None, generator=None):
+    """input / other, rounded once (IEEE division, not torch's rounding_mode)."""
+    if format is not None:
+        return emulated("div", (input, other), format, rounding, generator)
+    return _op("div", (input, other), rounding)
+
+
+def fma(x, y, z, *, rounding="nearest", format=None, generator=None):
+    """x * y + z with a single rounding."""
+    if format is not None:
+        return emulated("fma", (x, y, z), format, rounding, generator)
+    return _op("fma", (x, y, z), rounding)
+
+
+def sqrt(input, *, rounding="nearest", format=None, generator=None):
+    """Square root, rounded once; NaN for negative inputs, sqrt(-0) = -0."""
+    if format is not None:
+        return emulated("sqrt", (input,), format, rounding, generator)
+    return _op("sqrt", (input,), rounding)
+
+
+def neg(input, *, rounding="nearest"):
+    """-input (exact; `rounding` is accepted for uniformity and has no effect)."""
+    return _op("neg", (input,), rounding)
+
+
+def abs(input, *, rounding="nearest"):
+    """|input| (exact)."""
+    return _op("abs", (input,), rounding)
+
+
+def square(input, *, rounding="nearest"):
+    """input * input, rounded once."""
+    return _op("square", (input,), rounding)
+
+
+def reciprocal(input, *, rounding="nearest"):
+    """1 / input, rounded once."""
+    return _op("reciprocal", (input,), rounding)
+
+
+def _register_audit():
+    from numba.core import types
+
+    from ..cuda import audit
+
+    seen = set()
+    for spec in SPECS.values():
+        nin = len(spec.arg_names)
+        for suffix, kernel in spec.kernels.items():
+            for dtype in (types.float32, types.float64):
+                name = f"elementwise.{kernel.__name__}.{dtype}"
+                if name in seen:
+                    continue
+                seen.add(name)
+                arr = types.Array(dtype, 1, "C")
+                audit.register(
+                    name, lambda kernel=kernel, nin=nin, arr=arr: (
+                        cuda_launch.elementwise(kernel, nin).kernel.py_func, (arr,) * (nin + 1))
+                )
+
+
+_register_audit()

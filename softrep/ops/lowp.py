@@ -1,0 +1,241 @@
+"""Low-precision formats on float32/float64 tensors: rounding, emulated
+arithmetic and emulated matrix products, bit-exact on every backend.
+
+* `round_to(x, format, rounding)`: x rounded to a format (bfloat16, float16,
+  tf32, float8_e4m3fn, float8_e5m2, or a `softrep.Format`), returned in x's dtype.
+* `elementwise_forward(op, inputs, format, rounding)`: add, sub, mul, div,
+  sqrt, fma whose exact result is rounded once to the format (the tensor op
+  with autograd is `softrep.ops.elementwise.emulated`, reached through
+  `softrep.add(..., format=...)` and its kin);
+* `mm(a, b, input_format=, accumulate_format=, rounding=)`: inputs rounded to
+  `input_format` (to nearest), then softrep's mm order with every
+  accumulation step an exact fma rounded once to `accumulate_format`
+  (`softrep.mm(..., input_format=...)` and `softrep.linear` route here).
+
+This module imports no other tensor op: they build on it.
+
+The rounding mechanism is `softrep.primitives.formats`; docs/lowprecision.md describes
+the semantics (overflow, saturation, NaN, stochastic rounding, autograd).
+"""
+
+import torch
+
+from . import backend
+from ..primitives import formats as F
+from . import generator as _random
+from .memory import empty
+from .validate import broadcast_shape, tensor_operands
+from ..cpu import lowp as cpu_lowp
+from ..cuda import lowp as cuda_lowp
+
+_IEEE_MODES = (F.NEAREST, F.DOWN, F.UP, F.ZERO)
+
+
+def _check_tensor(fn, name, x):
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"softrep.{fn}: argument '{name}' has dtype {x.dtype}; expected torch.float32 or torch.float64")
+
+
+def _check_bool(fn, name, value):
+    if not isinstance(value, bool):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be a bool, got {type(value).__name__}")
+
+
+def _rng_args(fn, code, generator):
+    """Kernel arguments (key lo/hi, offset lo/hi); a draw only for stochastic rounding."""
+    gen = _random.resolve(fn, generator)
+    if code != F.STOCHASTIC:
+        return (0, 0, 0, 0)
+    offset = gen.next_offset()
+    return (*_random.split64(gen.seed), *_random.split64(offset))
+
+
+def conversion_spec(fn, fmt, dtype, code, subnormals=True, saturate=False, arg="format"):
+    if not fmt.fits(dtype, fmt.subnormals and subnormals):
+        raise ValueError(f"softrep.{fn}: argument '{arg}' {fmt!r} has values that {dtype} cannot hold "
+                         f"(precision, exponent range or smallest subnormal); use a wider input dtype")
+    return fmt.spec(code, subnormals, saturate)
+
+
+def operation_spec(fn, fmt, dtype, code, saturate=False, arg="format"):
+    """The kernel spec for emulated arithmetic on `dtype` rounding to `fmt`.
+
+    The exact result is known as a float64 rounded to nearest plus the sign of
+    its error (formats.round_with_residual), which determines the rounding to
+    any format of at most 51 bits whose smallest quantum is at least 2**-1072;
+    the float64 format itself is served by the IEEE float64 results directly.
+    """
+    if dtype == torch.float64 and fmt == F.FORMATS["float64"] and code in _IEEE_MODES and not saturate:
+        return fmt.spec(code, True, False, native=True)
+    spec = conversion_spec(fn, fmt, dtype, code, True, saturate, arg)
+    if fmt.precision > 51 or fmt.lowest_quantum() < -1072:
+        raise ValueError(f"softrep.{fn}: argument '{arg}' {fmt!r} is too close to float64 for emulated "
+                         "arithmetic (at most 51 bits and a smallest quantum of at least 2**-1072), except "
+                         "float64 itself with rounding 'nearest', 'down', 'up' or 'zero'")
+    return spec
+
+
+# ---------------------------------------------------------------------------- round_to
+
+
+def _round_to_forward(x, spec, rng):
+    out = empty(x.shape, dtype=x.dtype, device=x.device)
+    if out.numel() == 0:
+        return out
+    flat = x.detach().contiguous().reshape(-1)
+    backend.execute(cpu_lowp.round_to, cuda_lowp.round_to, [out.view(-1)], [flat], spec, *rng)
+    return out
+
+
+class _RoundTo(torch.autograd.Function):
+    """Straight-through estimator: d round_to(x) / dx is taken to be 1."""
+
+    @staticmethod
+    def forward(ctx, x, spec, rng):
+        return _round_to_forward(x, spec, rng)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None, None
+
+
+def round_to(x, format, rounding="nearest", *, subnormals=True, saturate=False, generator=None):
+    """x rounded to `format`, in x's dtype (float32 or float64).
+
+    format: "bfloat16", "float16", "tf32", "float8_e4m3fn", "float8_e5m2",
+    "float32", a torch dtype of one of these, or a `softrep.Format`.
+    rounding: "nearest" (ties to even), "nearest_away", "down", "up", "zero",
+    "odd", "stochastic" (random words from `generator`, default: softrep's
+    global generator).  subnormals=False flushes the subnormal range to the
+    grid {0, 2**emin}; saturate=True replaces overflows and infinities by the
+    largest finite value.  The gradient is passed through unchanged.
+    """
+    _check_tensor("round_to", "x", x)
+    fmt = F.resolve("round_to", format)
+    code = F.rounding_code("round_to", rounding)
+    _check_bool("round_to", "subnormals", subnormals)
+    _check_bool("round_to", "saturate", saturate)
+    spec = conversion_spec("round_to", fmt, x.dtype, code, subnormals, saturate)
+    rng = _rng_args("round_to", code, generator)
+    return _RoundTo.apply(x, spec, rng)
+
+
+# ---------------------------------------------------------------------------- elementwise
+
+ARG_NAMES = {"add": ("input", "other"), "sub": ("input", "other"), "mul": ("input", "other"),
+              "div": ("input", "other"), "sqrt": ("input",), "fma": ("x", "y", "z")}
+
+
+def _elementwise_forward(op, tensors, spec, rng):
+    shape = broadcast_shape(op, ARG_NAMES[op], tensors)
+    first = tensors[0]
+    out = empty(shape, dtype=first.dtype, device=first.device)
+    if out.numel() == 0:
+        return out
+    flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
+    flat += [flat[0]] * (3 - len(flat))  # unused operands of binary ops and sqrt
+    backend.execute(cpu_lowp.elementwise, cuda_lowp.elementwise, [out.view(-1)], flat,
+                    F.OPS[op], spec, *rng)
+    return out
+
+
+def elementwise_forward(op, inputs, format, rounding="nearest", generator=None, *, saturate=False):
+    """Check the arguments of op(*inputs) with its exact result rounded once to
+    `format`, and return (tensors, forward): the operands as tensors, and a
+    function of those tensors that computes the result (no autograd; the
+    autograd of the exact op is added by `softrep.ops.elementwise.emulated`).
+
+    op: "add", "sub", "mul", "div", "sqrt" or "fma"; inputs: tensors (one dtype,
+    float32 or float64, broadcastable) or Python numbers.
+    """
+    if op not in F.OPS:
+        raise ValueError(f"softrep.ops.elementwise.emulated: argument 'op' must be one of "
+                         f"{', '.join(map(repr, F.OPS))}; got {op!r}")
+    names = ARG_NAMES[op]
+    if len(inputs) != len(names):
+        raise TypeError(f"softrep.{op}: takes {len(names)} operands ({', '.join(names)}), got {len(inputs)}")
+    tensors = tensor_operands(op, **dict(zip(names, inputs)))
+    fmt = F.resolve(op, format)
+    code = F.rounding_code(op, rounding)
+    _check_bool(op, "saturate", saturate)
+    spec = operation_spec(op, fmt, tensors[0].dtype, code, saturate)
+    rng = _rng_args(op, code, generator)
+    return tensors, lambda ts: _elementwise_forward(op, ts, spec, rng)
+
+
+# ---------------------------------------------------------------------------- mm
+
+
+def _accumulate_spec(fn, accumulate_format, dtype, code):
+    if accumulate_format is None:
+        fmt = F.FORMATS["float32" if dtype == torch.float32 else "float64"]
+    else:
+        fmt = F.resolve(fn, accumulate_format, "accumulate_format")
+    return operation_spec(fn, fmt, dtype, code, arg="accumulate_format")
+
+
+def _mm_forward(a, b, spec, rng):
+    out = empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    if out.numel() == 0:
+        return out
+    backend.execute(cpu_lowp.mm, cuda_lowp.mm, [out], [a.detach().contiguous(), b.detach().contiguous()],
+                    spec, *rng)
+    return out
+
+
+def _exact_mm(a, b):
+    """softrep's mm order in the operands' own dtype, rounded to nearest."""
+    code = F.NEAREST
+    return _mm_forward(a, b, _accumulate_spec("mm", None, a.dtype, code), (0, 0, 0, 0))
+
+
+class _EmulatedMM(torch.autograd.Function):
+    """Backward of the exact product: grad_a = mm(g, b^T), grad_b = mm(a^T, g),
+    both in softrep's mm order in the operands' dtype, rounded to nearest."""
+
+    @staticmethod
+    def forward(ctx, a, b, spec, rng):
+        ctx.save_for_backward(a, b)
+        return _mm_forward(a, b, spec, rng)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = _exact_mm(grad, b.t()) if ctx.needs_input_grad[0] else None
+        gb = _exact_mm(a.t(), grad) if ctx.needs_input_grad[1] else None
+        return ga, gb, None, None
+
+
+def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="nearest", generator=None):
+    """input @ mat2 (2-D) with emulated low-precision inputs and accumulation.
+
+    Order (softrep's mm order): out[i, j]: acc = +0; for k = 0 .. K-1:
+    acc = round(a[i, k] * b[k, j] + acc), each step an exact fma rounded once
+    to `accumulate_format` (default: the operands' dtype) in `rounding`.
+    With `input_format`, a and b are first rounded to it, to nearest.  Stochastic
+    rounding takes one draw; step k of output element o uses word o*K + k.
+    """
+    fn = "mm"
+    _check_tensor(fn, "input", input)
+    _check_tensor(fn, "mat2", mat2)
+    if input.dim() != 2 or mat2.dim() != 2:
+        raise ValueError(f"softrep.mm: arguments 'input' and 'mat2' must be 2-D, got {input.dim()}-D and "
+                         f"{mat2.dim()}-D")
+    if input.shape[1] != mat2.shape[0]:
+        raise ValueError(f"softrep.mm: argument 'mat2' has {mat2.shape[0]} rows but 'input' has "
+                         f"{input.shape[1]} columns")
+    if input.dtype != mat2.dtype:
+        raise TypeError(f"softrep.mm: argument 'mat2' has dtype {mat2.dtype} but 'input' has {input.dtype}")
+    if input.device != mat2.device:
+        raise ValueError(f"softrep.mm: argument 'mat2' is on {mat2.device} but 'input' is on {input.device}")
+    code = F.rounding_code(fn, rounding)
+    spec = _accumulate_spec(fn, accumulate_format, input.dtype, code)
+    if input_format is not None:
+        fmt = F.resolve(fn, input_format, "input_format")
+        in_spec = conversion_spec(fn, fmt, input.dtype, F.NEAREST, arg="input_format")
+        input = _RoundTo.apply(input, in_spec, (0, 0, 0, 0))
+        mat2 = _RoundTo.apply(mat2, in_spec, (0, 0, 0, 0))
+    rng = _rng_args(fn, code, generator)
+    return _EmulatedMM.apply(input, mat2, spec, rng)

@@ -1,0 +1,155 @@
+"""Correctly rounded math functions on tensors: `softrep.exp(x)`, `softrep.log(x)`, ...
+
+The scalar kernels are in softrep/algorithms/math (one function per module,
+proofs in docs/mathlib.md).  This module turns each into a tensor op:
+
+* one scalar kernel dispatching on the dtype (`by_type`), launched by the
+  generic elementwise launchers of softrep/cpu/launch.py and
+  softrep/cuda/launch.py;
+* the op's input gradients, made of softrep ops rounded to nearest (the
+  formulas below; docs/order.md);
+* a public op `<name>(input)` whose autograd is softrep's one elementwise
+  autograd Function (`softrep.ops.elementwise.Elementwise`).
+
+`FUNCTIONS` maps each name to a `MathFunction` (kernels, gradient, op); the
+verifier and the dispatch mode use it.
+"""
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from numba.core import types
+
+from ..algorithms.math import KERNELS
+from ..primitives.jit import by_type
+from .elementwise import ElementwiseSpec, add, div, mul, square, sub
+from .validate import tensor_operands
+
+LN2 = 0.6931471805599453  # ln 2 rounded to double; the op rounds it to the dtype
+LN10 = 2.302585092994046  # ln 10 rounded to double; the op rounds it to the dtype
+TWO_OVER_SQRT_PI = 1.1283791670955126  # 2/sqrt(pi), rounded to the tensor dtype by the op
+
+
+@dataclass
+class MathFunction:
+    name: str
+    arity: int
+    arg_names: tuple
+    f32: object
+    f64: object  # None where no float64 version exists
+    kernel: object  # dtype-dispatching scalar kernel
+    grad: object
+    op: object  # the public tensor op
+
+
+FUNCTIONS = {}
+
+
+def _scalar_kernel(name, f32, f64, arity):
+    """One scalar kernel for both dtypes; Python (the simulator) dispatches on the type,
+    compiled code through `by_type`."""
+    if arity == 1:
+        def kernel(x):
+            return f32(x) if isinstance(x, np.float32) else f64(x)
+    else:
+        def kernel(x, y):
+            return f32(x, y) if isinstance(x, np.float32) else f64(x, y)
+    kernel.__name__ = kernel.__qualname__ = f"{name}_kernel"
+    table = {types.float32: f32}
+    if f64 is not None:
+        table[types.float64] = f64
+    return by_type(kernel, table)
+
+
+def _public_op(fn):
+    arg_names = fn.arg_names
+    spec = ElementwiseSpec(fn.name, arg_names, {"rn": fn.kernel}, fn.grad)
+
+    def op(*args):
+        if len(args) != len(arg_names):
+            raise TypeError(f"softrep.{fn.name}() takes {len(arg_names)} argument(s) "
+                            f"({', '.join(arg_names)}), got {len(args)}")
+        if fn.arity == 1 and not isinstance(args[0], torch.Tensor):
+            raise TypeError(f"softrep.{fn.name}: argument '{arg_names[0]}' must be a torch.Tensor, "
+                            f"got {type(args[0]).__name__}")
+        tensors = tensor_operands(fn.name, **dict(zip(arg_names, args)))
+        if tensors[0].dtype == torch.float64 and fn.f64 is None:
+            raise TypeError(f"softrep.{fn.name}: float64 is not supported yet for this function "
+                            "(only float32 has a correctly rounded kernel)")
+        return spec.apply("rn", tensors)
+
+    params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names]
+    op.__signature__ = inspect.Signature(params)
+    op.__name__ = op.__qualname__ = fn.name
+    rounding = "correctly rounded" if fn.f64 is None else "correctly rounded in float32"
+    op.__doc__ = (f"{fn.name}({', '.join(arg_names)}) elementwise, {rounding} to nearest-even "
+                  f"(softrep/algorithms/math/{fn.name}.py; verified by `python -m softrep verify {fn.name}`).")
+    return op
+
+
+def _register_audit(fn):
+    from ..cuda import audit
+    from ..cuda import launch as cuda_launch
+
+    arr = types.Array(types.float32, 1, "C")
+    audit.register(f"math.{fn.name}.float32", lambda: (
+        cuda_launch.elementwise(fn.kernel, fn.arity).kernel.py_func, (arr,) * (fn.arity + 1)))
+
+
+def _define(name, grad, arg_names=("input",)):
+    k = KERNELS[name]
+    kernel = _scalar_kernel(name, k.f32, k.f64, k.arity)
+    if k.fast is not None:
+        # float32 CPU launches run `fast` over everything first, then `f32`
+        # where it did not decide (softrep/cpu/launch.py); `f32` is `fast`
+        # followed by the accurate path, so the bits are f32's.
+        kernel.decided_fast = k.fast
+    fn = MathFunction(name, k.arity, arg_names, k.f32, k.f64, kernel, grad, None)
+    fn.op = _public_op(fn)
+    FUNCTIONS[name] = fn
+    _register_audit(fn)
+    return fn.op
+
+
+# Input gradients: softrep ops rounded to nearest (docs/order.md).  `out` is the
+# forward result; a product by -1 is exact.
+
+def _pow_grad(g, out, x, y):
+    """torch's formulas: d/dx = mul(g, mul(y, pow(x, sub(y, 1)))), 0 where y == 0;
+    d/dy = mul(g, mul(out, log(x))), 0 where x == 0 and y >= 0.  The masks are
+    selections (torch.where), not arithmetic."""
+    gx = mul(g, mul(y, pow(x, sub(y, 1.0))))
+    gx = torch.where(y == 0, torch.zeros_like(gx), gx)
+    gy = mul(g, mul(out, log(x)))
+    gy = torch.where((x == 0) & (y >= 0), torch.zeros_like(gy), gy)
+    return (gx, gy)
+
+
+atan = _define("atan", lambda g, out, x: (div(g, add(1.0, square(x))),))
+cbrt = _define("cbrt", lambda g, out, x: (div(g, mul(square(out), 3.0)),))  # 1 / (3 x^(2/3))
+cos = _define("cos", lambda g, out, x: (mul(mul(g, sin(x)), -1.0),))
+cosh = _define("cosh", lambda g, out, x: (mul(g, sinh(x)),))
+erf = _define("erf", lambda g, out, x: (mul(g, mul(exp(mul(square(x), -1.0)), TWO_OVER_SQRT_PI)),))
+erfc = _define("erfc", lambda g, out, x: (mul(mul(g, mul(exp(mul(square(x), -1.0)), TWO_OVER_SQRT_PI)), -1.0),))
+exp = _define("exp", lambda g, out, x: (mul(g, out),))
+exp10 = _define("exp10", lambda g, out, x: (mul(g, mul(out, LN10)),))
+exp2 = _define("exp2", lambda g, out, x: (mul(g, mul(out, LN2)),))
+expm1 = _define("expm1", lambda g, out, x: (mul(g, add(out, 1.0)),))
+hypot = _define("hypot", lambda g, out, x, y: (mul(g, div(x, out)), mul(g, div(y, out))),  # NaN at x = y = 0, as torch
+                ("input", "other"))
+log = _define("log", lambda g, out, x: (div(g, x),))
+log10 = _define("log10", lambda g, out, x: (div(g, mul(x, LN10)),))
+log1p = _define("log1p", lambda g, out, x: (div(g, add(x, 1.0)),))
+log2 = _define("log2", lambda g, out, x: (div(g, mul(x, LN2)),))
+pow = _define("pow", _pow_grad, ("input", "exponent"))
+rsqrt = _define("rsqrt", lambda g, out, x: (mul(g, mul(mul(out, square(out)), -0.5)),))  # -x^(-3/2) / 2
+sigmoid = _define("sigmoid", lambda g, out, x: (mul(g, mul(out, sub(1.0, out))),))
+sin = _define("sin", lambda g, out, x: (mul(g, cos(x)),))
+sinh = _define("sinh", lambda g, out, x: (mul(g, cosh(x)),))
+tan = _define("tan", lambda g, out, x: (mul(g, add(1.0, square(out))),))
+tanh = _define("tanh", lambda g, out, x: (mul(g, sub(1.0, square(out))),))
+
+__all__ = ["atan", "cbrt", "cos", "cosh", "erf", "erfc", "exp", "exp10", "exp2", "expm1", "hypot", "log",
+           "log10", "log1p", "log2", "pow", "rsqrt", "sigmoid", "sin", "sinh", "tan", "tanh"]

@@ -1,0 +1,154 @@
+"""Reductions on torch tensors besides the sum: mean, var, std, amax, amin, argmax, argmin.
+
+Each one is built on the documented sum (softrep/ops/summation.py, order in
+docs/order.md) or, for amax and its kin, on an order-free comparison; their
+backward passes are made of softrep ops.
+"""
+
+import math
+
+import torch
+
+from . import backend
+from . import elementwise as E
+from .summation import (SumFunction, as_rows, check_dtype, check_input, reduced_dims, reduction_shapes, scalar_as_1d,
+                        sum, sum_raw, sum_rows, sum_to_shape)
+from ..cpu import reduce as cpu_reduce
+from ..cuda import reduce as cuda_reduce
+
+__all__ = ["sum", "mean", "var", "std", "amax", "amin", "argmax", "argmin", "sum_to_shape"]
+
+
+def _extreme_raw(fn, x, dims, keepdim, largest):
+    out_shape, _, n = reduction_shapes(x, dims, keepdim)
+    if n == 0:
+        raise ValueError(
+            f"softrep.{fn}: argument 'input' has no elements along the reduced dims {dims} "
+            f"(shape {tuple(x.shape)}); the reduction has no identity")
+    rows = as_rows(x, dims)
+    M = rows.shape[0]
+    values = torch.empty(M, dtype=x.dtype, device=x.device)
+    indices = torch.empty(M, dtype=torch.int64, device=x.device)
+    backend.execute(cpu_reduce.extreme, cuda_reduce.extreme, [values, indices], [rows], largest)
+    return values.reshape(out_shape), indices.reshape(out_shape)
+
+
+class _Var(torch.autograd.Function):
+    """Two-pass variance; backward: mul(div(mul(g, 2), dof), sub(x, mean))."""
+
+    @staticmethod
+    def forward(ctx, x, dims, correction, keepdim):
+        out_shape, keep, n = reduction_shapes(x, dims, keepdim)
+        mean_keep = E.div(sum_raw(x, dims, True), float(n))
+        squares = sum_rows(as_rows(x, dims), mean_keep, centered=True)
+        dof = max(n - correction, 0)
+        var = E.div(squares, float(dof)).reshape(out_shape)
+        ctx.save_for_backward(x, mean_keep)
+        ctx.keep, ctx.dof, ctx.dims = keep, float(dof), dims
+        return var
+
+    @staticmethod
+    def backward(ctx, g):
+        x, mean_keep = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            # double backward: the same bits, but through a differentiable mean
+            mean_keep = mean(x, ctx.dims, keepdim=True)
+        scale = E.div(E.mul(g.reshape(ctx.keep), 2.0), ctx.dof)
+        return E.mul(scale, E.sub(x, mean_keep)), None, None, None
+
+
+class _Extreme(torch.autograd.Function):
+    """amax / amin; backward: the gradient shared evenly among the elements equal
+    to the result, mul(div(g, count), mask), as torch does."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, largest, fn):
+        values, _ = _extreme_raw(fn, x, dims, keepdim, largest)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.keep = reduction_shapes(x, dims, keepdim)[1]
+        ctx.save_for_backward(x, values)
+        return values
+
+    @staticmethod
+    def backward(ctx, g):
+        x, values = ctx.saved_tensors
+        mask = (x == values.reshape(ctx.keep)).to(x.dtype)  # IEEE equality: -0 == +0, NaN matches nothing
+        count = sum(mask, ctx.dims, keepdim=True)  # a sum of 0s and 1s: exact
+        return E.mul(E.div(g.reshape(ctx.keep), count), mask), None, None, None, None
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """div_rn(sum, n), n the number of reduced elements (rounded to the dtype;
+    exact below 2**24 in float32).  n = 0 gives NaN, as in torch."""
+    check_input("mean", input)
+    check_dtype("mean", input, dtype)
+    dims = reduced_dims("mean", input, dim)
+    x = scalar_as_1d(input)
+    dims = dims if input.dim() > 0 else (0,)
+    n = math.prod(x.shape[d] for d in dims)
+    total = SumFunction.apply(x, dims, keepdim and input.dim() > 0)
+    return E.div(total, float(n))
+
+
+def _correction(fn, correction):
+    if correction is None:
+        return 1
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+        raise TypeError(f"softrep.{fn}: argument 'correction' must be a number, got {type(correction).__name__}")
+    return correction
+
+
+def var(input, dim=None, *, correction=1, keepdim=False):
+    """Two-pass variance: mean, then the documented sum of squared deviations
+    mul_rn(d, d), d = sub_rn(x, mean), divided by max(n - correction, 0)."""
+    check_input("var", input)
+    correction = _correction("var", correction)
+    dims = reduced_dims("var", input, dim)
+    x = scalar_as_1d(input)
+    dims = dims if input.dim() > 0 else (0,)
+    return _Var.apply(x, dims, correction, keepdim and input.dim() > 0)
+
+
+def std(input, dim=None, *, correction=1, keepdim=False):
+    """sqrt_rn(var(input, dim, correction=correction, keepdim=keepdim))."""
+    check_input("std", input)
+    return E.sqrt(var(input, dim, correction=correction, keepdim=keepdim))
+
+
+def _extreme(fn, input, dim, keepdim, largest):
+    check_input(fn, input)
+    dims = reduced_dims(fn, input, dim)
+    x = scalar_as_1d(input)
+    dims = dims if input.dim() > 0 else (0,)
+    return _Extreme.apply(x, dims, keepdim and input.dim() > 0, largest, fn)
+
+
+def amax(input, dim=(), keepdim=False):
+    """Maximum over `dim` (() or None = all dims).  NaN propagates; +0 > -0."""
+    return _extreme("amax", input, dim, keepdim, True)
+
+
+def amin(input, dim=(), keepdim=False):
+    """Minimum over `dim` (() or None = all dims).  NaN propagates; -0 < +0."""
+    return _extreme("amin", input, dim, keepdim, False)
+
+
+def _arg_extreme(fn, input, dim, keepdim, largest):
+    check_input(fn, input)
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)):
+        raise TypeError(f"softrep.{fn}: argument 'dim' must be an int or None, got {type(dim).__name__}")
+    dims = reduced_dims(fn, input, dim)
+    x = scalar_as_1d(input)
+    dims = dims if input.dim() > 0 else (0,)
+    return _extreme_raw(fn, x, dims, keepdim and input.dim() > 0, largest)[1]
+
+
+def argmax(input, dim=None, keepdim=False):
+    """First index of the maximum (NaN counts as the maximum; +0 > -0).  dim=None
+    indexes the flattened input."""
+    return _arg_extreme("argmax", input, dim, keepdim, True)
+
+
+def argmin(input, dim=None, keepdim=False):
+    """First index of the minimum (NaN counts as the minimum; -0 < +0)."""
+    return _arg_extreme("argmin", input, dim, keepdim, False)

@@ -1,0 +1,164 @@
+"""The documented sum on torch tensors, and the argument handling every reduction shares.
+
+Every sum follows the order of docs/order.md ("Reductions"): the reduced
+elements are taken in row-major order of the reduced dimensions (whatever the
+strides), cut into blocks of 128 added left to right, and the block partials
+are combined by a fixed pairwise tree.  Only the number of reduced elements
+decides the order, so the result does not depend on the thread count, the
+device, the memory layout, or on which other rows are reduced in the same call.
+
+Layering: `as_rows` brings the input to a 2-D view x[M, n] (kept dims first,
+reduced dims last); the launchers in softrep/cpu/reduce.py and
+softrep/cuda/reduce.py reduce each row.  The backward of `sum` is a broadcast,
+which does no arithmetic, so this module needs no other op: the elementwise
+ops use `sum_to_shape` for the gradients of broadcast inputs, and the other
+reductions (softrep/ops/reduction.py) build on both.
+"""
+
+import math
+
+import torch
+
+from . import backend
+from .validate import FLOAT_DTYPES, normalize_dim
+from ..cpu import reduce as cpu_reduce
+from ..cuda import reduce as cuda_reduce
+
+__all__ = ["sum", "sum_to_shape", "SumFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
+           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d"]
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def check_input(fn, input):
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"softrep.{fn}: argument 'input' must be a torch.Tensor, got {type(input).__name__}")
+    if input.dtype not in FLOAT_DTYPES:
+        raise TypeError(
+            f"softrep.{fn}: argument 'input' has dtype {input.dtype}; expected torch.float32 or torch.float64")
+
+
+def check_dtype(fn, input, dtype):
+    if dtype is not None and dtype != input.dtype:
+        raise NotImplementedError(
+            f"softrep.{fn}: argument 'dtype' ({dtype}) must be None or the input's dtype ({input.dtype}); "
+            "softrep does not convert inside a reduction, convert the input explicitly")
+
+
+def reduced_dims(fn, input, dim):
+    """Sorted tuple of reduced dims; None and () mean all dims (as in torch)."""
+    ndim = input.dim()
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (tuple, list)):
+        if len(dim) == 0:
+            return tuple(range(ndim))
+        dims = [normalize_dim(fn, d, ndim) for d in dim]
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"softrep.{fn}: argument 'dim' repeats a dimension: {tuple(dim)}")
+        return tuple(sorted(dims)) if ndim > 0 else ()
+    d = normalize_dim(fn, dim, ndim)
+    return (d,) if ndim > 0 else ()
+
+
+def reduction_shapes(input, dims, keepdim):
+    """(output shape, keepdim shape, n) for reducing `dims` of `input`."""
+    keep = tuple(1 if d in dims else s for d, s in enumerate(input.shape))
+    out = keep if keepdim else tuple(s for d, s in enumerate(input.shape) if d not in dims)
+    n = math.prod(input.shape[d] for d in dims)
+    return out, keep, n
+
+
+def as_rows(x, dims):
+    """x as a 2-D tensor [M, n]: row i holds the reduced elements of output i
+    in row-major order of the reduced dims.  A view when the strides allow
+    (e.g. dim 0 of a matrix: strides (1, M)), else a copy."""
+    kept = [d for d in range(x.dim()) if d not in dims]
+    M = math.prod(x.shape[d] for d in kept)
+    n = math.prod(x.shape[d] for d in dims)
+    return x.detach().permute(*kept, *dims).reshape(M, n)
+
+
+# --------------------------------------------------------------------------- kernels (no autograd)
+
+
+def sum_rows(rows, center=None, centered=False):
+    """Documented sum of each row (of term(x, center[i]) when `centered`)."""
+    M = rows.shape[0]
+    out = torch.empty(M, dtype=rows.dtype, device=rows.device)
+    if center is None:
+        center = torch.zeros(M, dtype=rows.dtype, device=rows.device)
+    cpu_run = cpu_reduce.sum_centered_squares if centered else cpu_reduce.sum_values
+    cuda_run = cuda_reduce.sum_centered_squares if centered else cuda_reduce.sum_values
+    backend.execute(cpu_run, cuda_run, [out], [rows, center.reshape(M)])
+    return out
+
+
+def sum_raw(x, dims, keepdim):
+    out_shape, _, _ = reduction_shapes(x, dims, keepdim)
+    return sum_rows(as_rows(x, dims)).reshape(out_shape)
+
+
+
+# --------------------------------------------------------------------------- autograd
+
+
+class SumFunction(torch.autograd.Function):
+    """sum over `dims`; backward: the gradient broadcast back (no arithmetic)."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
+        return sum_raw(x, dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Broadcast.apply(g, ctx.dims, ctx.keepdim, ctx.shape), None, None
+
+
+class _Broadcast(torch.autograd.Function):
+    """g (the result of reducing `dims`) expanded to `shape`; backward: sum."""
+
+    @staticmethod
+    def forward(ctx, g, dims, keepdim, shape):
+        ctx.dims, ctx.keepdim = dims, keepdim
+        keep = tuple(1 if d in dims else s for d, s in enumerate(shape))
+        return g.reshape(keep).expand(shape)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return SumFunction.apply(gg, ctx.dims, ctx.keepdim), None, None, None
+
+
+# --------------------------------------------------------------------------- public ops
+
+
+def scalar_as_1d(x):
+    # A 0-d tensor reduces as a 1-element row (dim 0 / -1 are accepted, as in torch).
+    return x.reshape(1) if x.dim() == 0 else x
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over `dim` (None or () = all dims; an int or a tuple of ints), in the
+    order of docs/order.md.  `dtype` must be None or input.dtype."""
+    check_input("sum", input)
+    check_dtype("sum", input, dtype)
+    dims = reduced_dims("sum", input, dim)
+    if input.dim() == 0:
+        return SumFunction.apply(input.reshape(1), (0,), False)
+    return SumFunction.apply(input, dims, keepdim)
+
+
+def sum_to_shape(x, shape):
+    """Sum `x` over its broadcast dims back to `shape` (the shape it was broadcast
+    from), in the sum order; used for the gradients of broadcast inputs."""
+    shape = tuple(shape)
+    lead = x.dim() - len(shape)
+    if lead < 0:
+        raise ValueError(f"softrep.sum_to_shape: argument 'shape' {shape} has more dims than 'x' {tuple(x.shape)}")
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    if not dims:
+        return x.reshape(shape)
+    return sum(x, dims, keepdim=True).reshape(shape)

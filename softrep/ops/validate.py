@@ -1,0 +1,76 @@
+"""Argument checks shared by the public ops: every error names the argument."""
+
+import numbers
+
+import torch
+
+from ..primitives.rounding import MODES, SUFFIX
+
+FLOAT_DTYPES = (torch.float32, torch.float64)
+
+
+def rounding_suffix(fn, rounding):
+    """'rn', 'rd', 'ru' or 'rz' for a rounding name, or a ValueError naming it."""
+    if rounding not in SUFFIX:
+        raise ValueError(
+            f"softrep.{fn}: argument 'rounding' must be one of {', '.join(map(repr, MODES))}; got {rounding!r}"
+        )
+    return SUFFIX[rounding]
+
+
+def tensor_operands(fn, **operands):
+    """Check the operands of an elementwise op and return them as tensors.
+
+    Tensors must share one floating dtype (float32 or float64) and one device;
+    softrep never promotes silently, since a promotion is a rounding the caller
+    did not ask for.  Python numbers are converted to the tensors' dtype.
+    """
+    names = list(operands)
+    tensors = {k: v for k, v in operands.items() if isinstance(v, torch.Tensor)}
+    if not tensors:
+        raise TypeError(f"softrep.{fn}: at least one of {', '.join(names)} must be a torch.Tensor")
+    first_name, first = next(iter(tensors.items()))
+    for name, t in tensors.items():
+        if t.dtype not in FLOAT_DTYPES:
+            raise TypeError(
+                f"softrep.{fn}: argument '{name}' has dtype {t.dtype}; expected torch.float32 or torch.float64"
+            )
+    for name, t in tensors.items():
+        if t.dtype != first.dtype:
+            raise TypeError(
+                f"softrep.{fn}: argument '{name}' has dtype {t.dtype} but '{first_name}' has {first.dtype}; "
+                "softrep does not promote dtypes, convert one of them explicitly"
+            )
+        if t.device != first.device:
+            raise ValueError(
+                f"softrep.{fn}: argument '{name}' is on {t.device} but '{first_name}' is on {first.device}"
+            )
+    out = []
+    for name, v in operands.items():
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, numbers.Real) and not isinstance(v, bool):
+            out.append(torch.tensor(float(v), dtype=first.dtype, device=first.device))
+        else:
+            raise TypeError(
+                f"softrep.{fn}: argument '{name}' must be a tensor or a real number, got {type(v).__name__}"
+            )
+    return out
+
+
+def broadcast_shape(fn, names, tensors):
+    try:
+        return torch.broadcast_shapes(*(t.shape for t in tensors))
+    except RuntimeError:
+        shapes = ", ".join(f"'{n}' {tuple(t.shape)}" for n, t in zip(names, tensors))
+        raise ValueError(f"softrep.{fn}: shapes do not broadcast: {shapes}") from None
+
+
+def normalize_dim(fn, dim, ndim, name="dim"):
+    """One dim index in [0, ndim), or an IndexError naming the argument."""
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be an int, got {type(dim).__name__}")
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not lo <= dim <= hi:
+        raise IndexError(f"softrep.{fn}: argument '{name}' is {dim}, out of range [{lo}, {hi}] for a {ndim}-d tensor")
+    return dim % max(ndim, 1)

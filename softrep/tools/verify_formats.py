@@ -1,0 +1,285 @@
+"""`verify-formats`: check softrep's low-precision rounding against independent references.
+
+    python -m softrep.tools.verify_formats [--exhaustive] [--backend cpu|cuda] [--bf16-ops]
+                                  [--samples N] [--bf16-ops-rows N] [--chunk-bits B]
+
+Conversions (always): float32 -> bfloat16, float16, float8_e4m3fn, float8_e5m2,
+rounding to nearest, compared bit for bit with ml_dtypes (numpy's float16 for
+float16), NaN matching any NaN.  `--exhaustive` takes all 2**32 float32 bit
+patterns; otherwise N random bit patterns plus special values.
+
+`--bf16-ops`: add and mul of bfloat16 pairs, in every deterministic rounding,
+against a reference written separately (Numba, scalar): the exact sum
+(float64 TwoSum) or product (exact in float64), rounded by float64 scaling and
+comparison; a NaN result must be the canonical 0x7FC00000.  The first operand
+runs over `--bf16-ops-rows` bit patterns (all 65536 = all 2**32 pairs; fewer =
+evenly spaced rows), the second over all 65536; `--bf16-ops-only` picks
+op-modes.
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from ..primitives.jit import bitcast
+
+FORMATS = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+MODES = ("nearest", "nearest_away", "down", "up", "zero", "odd")
+
+
+def _reference_dtype(name):
+    if name == "float16":
+        return np.float16
+    import ml_dtypes
+
+    return getattr(ml_dtypes, name)
+
+
+def special_float32_bits():
+    """Zeros, infinities, NaNs, every binade edge and the ties of every format."""
+    vals = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 1, 0x7F7FFFFF]
+    for e in range(256):
+        base = e << 23
+        for frac in (0, 1, 0x7FFFFF, 0x400000, 0x3FFFFF, 0x400001):
+            vals.append(base | frac)
+        for drop in (13, 16, 20, 21):  # ties and neighbours for 11-, 8-, 4- and 3-bit significands
+            half = 1 << (drop - 1)
+            for k in (0, 1, 2, 3):
+                for d in (-1, 0, 1):
+                    vals.append(base | ((k << drop) + half + d) & 0x7FFFFF)
+    vals = np.array(vals, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
+    vals = vals.astype(np.uint32)
+    return np.unique(np.concatenate([vals, vals | np.uint32(0x80000000)]))
+
+
+def compare_bits(got, ref):
+    """Number of mismatches between two float32 arrays (NaN matches any NaN)."""
+    differ = np.flatnonzero(got.view(np.uint32) != ref.view(np.uint32))
+    bad = differ[~(np.isnan(got[differ]) & np.isnan(ref[differ]))]
+    return int(bad.size), bad
+
+
+def check_conversion(bits, fmt):
+    """(mismatches, first bad bit patterns) for float32 patterns `bits` -> fmt."""
+    from ..ops import lowp
+
+    x = bits.view(np.float32)
+    got = lowp.round_to(torch.from_numpy(x), fmt).numpy()
+    with np.errstate(all="ignore"):
+        ref = x.astype(_reference_dtype(fmt)).astype(np.float32)
+    count, where = compare_bits(got, ref)
+    return count, bits[where[:5]]
+
+
+# ---------------------------------------------------------------------------- bf16 ops reference
+
+_BF16_MAX = float.fromhex("0x1.fep127")
+_NEAREST, _NEAREST_AWAY, _DOWN, _UP, _ZERO, _ODD = range(6)  # indices into MODES
+
+
+@njit(cache=True)
+def _round_bf16(s, e, mode, zero_down_sign):
+    """Round the exact value s + e (float64, |e| <= ulp(s)/2, s = RN(s + e)) to
+    bfloat16 in `mode`, as a float64.  Written independently of softrep.primitives.formats:
+    float64 scaling by the quantum and comparisons with half a quantum; every
+    step is exact (powers of two, floor, and a difference of two multiples of
+    ulp(s) that is below 2 quanta)."""
+    if s != s or s == np.inf or s == -np.inf:
+        return s
+    if s == 0.0:
+        return zero_down_sign if mode == _DOWN else s
+    neg = s < 0.0
+    mag = abs(s)
+    me = -e if neg else e  # the error in the direction of the magnitude
+    frac, ex = math.frexp(mag)  # mag = frac 2^ex, frac in [1/2, 1)
+    lead = ex - 1
+    if frac == 0.5 and me < 0.0:  # the exact value lies just below a power of two
+        lead -= 1
+    quantum = math.ldexp(1.0, max(lead, -126) - 7)
+    t = mag / quantum
+    low = np.floor(t)  # below 2^9: the significand's integer
+    if t == low and me < 0.0:
+        low -= 1.0
+    d0 = mag - low * quantum
+    half = 0.5 * quantum
+    above = d0 > half or (d0 == half and me > 0.0)
+    tie = d0 == half and me == 0.0
+    inexact = d0 != 0.0 or me != 0.0
+    odd = (np.int64(low) & 1) == 1
+    if mode == _NEAREST:
+        up = above or (tie and odd)
+    elif mode == _NEAREST_AWAY:
+        up = above or tie
+    elif mode == _DOWN:
+        up = inexact and neg
+    elif mode == _UP:
+        up = inexact and not neg
+    elif mode == _ZERO:
+        up = False
+    else:  # _ODD
+        up = inexact and not odd
+    res = (low + (1.0 if up else 0.0)) * quantum
+    if res > _BF16_MAX:  # overflow: inf, or the largest finite value toward zero
+        to_inf = mode == _NEAREST or mode == _NEAREST_AWAY or (mode == _DOWN and neg) or (mode == _UP and not neg)
+        res = np.inf if to_inf else _BF16_MAX
+    return -res if neg else res
+
+
+@njit(cache=True)
+def reference_bf16_op(a, b, op, mode):
+    """bfloat16 `op` (0 add, 1 mul) of float64 a, b in `mode`, as a float64."""
+    if op == 0:
+        s = a + b
+        if s != s or s == np.inf or s == -np.inf:
+            return s
+        bb = s - a
+        e = (a - (s - bb)) + (b - bb)  # TwoSum: s + e = a + b exactly
+        # an exact zero sum is -0 when rounding down unless both operands are +0
+        both_pos_zero = a == 0.0 and b == 0.0 and not np.signbit(a) and not np.signbit(b)
+        return _round_bf16(s, e, mode, 0.0 if both_pos_zero else -0.0)
+    s = a * b  # exact: 8 + 8 significant bits, exponents far inside float64's range
+    return _round_bf16(s, 0.0, mode, s)
+
+
+@njit(parallel=True, cache=True)
+def _check_bf16_block(rows, cols, got, op, mode):
+    """Per row: mismatches of got[r * cols.size + j] against the reference for
+    (rows[r], cols[j]), and the first mismatching j (-1 if none).  A NaN must be
+    the canonical 0x7FC00000."""
+    n = cols.size
+    got_bits = got.view(np.uint32)
+    count = np.zeros(rows.size, np.int64)
+    first = np.full(rows.size, -1, np.int64)
+    for r in prange(rows.size):
+        a = np.float64(rows[r])
+        for j in range(n):
+            ref = np.float32(reference_bf16_op(a, np.float64(cols[j]), op, mode))
+            want = np.uint32(0x7FC00000) if ref != ref else bitcast(ref)
+            if got_bits[r * n + j] != want:
+                count[r] += 1
+                if first[r] < 0:
+                    first[r] = j
+    return count, first
+
+
+def bf16_values():
+    """All 65536 bfloat16 bit patterns as float32 values."""
+    return (np.arange(65536, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def check_bf16_rows(rows, op, mode):
+    """Mismatches of op(a, b) for a in `rows` (float32 holding bf16 values) and every
+    bf16 b: (count, up to 3 (a, b, got, reference))."""
+    from ..ops.elementwise import emulated
+
+    cols = bf16_values()
+    A = torch.from_numpy(np.ascontiguousarray(rows).reshape(-1, 1))
+    B = torch.from_numpy(cols.reshape(1, -1))
+    got = emulated(op, [A, B], "bfloat16", mode).numpy().reshape(-1)
+    op_code, mode_code = ("add", "mul").index(op), MODES.index(mode)
+    count, first = _check_bf16_block(rows, cols, got, op_code, mode_code)
+    bad = []
+    for r in np.flatnonzero(count)[:3]:
+        a, b = float(rows[r]), float(cols[first[r]])
+        ref = np.float32(reference_bf16_op(a, b, op_code, mode_code))
+        bad.append((a, b, float(got[r * cols.size + first[r]]), float(ref)))
+    return int(count.sum()), bad
+
+
+# ---------------------------------------------------------------------------- command
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="softrep verify-formats", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--exhaustive", action="store_true", help="all 2**32 float32 inputs")
+    parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--samples", type=int, default=1_000_000, help="random inputs without --exhaustive")
+    parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
+    parser.add_argument("--no-conversions", action="store_true", help="skip the conversion checks")
+    parser.add_argument("--bf16-ops", action="store_true", help="check bfloat16 add and mul of all pairs")
+    parser.add_argument("--bf16-ops-rows", type=int, default=65536,
+                        help="first operands to take (evenly spaced of 65536; 65536 = all pairs)")
+    parser.add_argument("--bf16-ops-only", default=None, metavar="OP:MODE,...",
+                        help="with --bf16-ops, only these (e.g. mul:up,mul:odd); default: add and mul in every mode")
+    parser.add_argument("--chunk-bits", type=int, default=24, help="log2 of the inputs per chunk")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    os.environ["SOFTREP_BACKEND"] = args.backend
+    from tqdm import tqdm
+
+    rows_out = []
+
+    def record(name, checked, mismatches, start, first_bad):
+        rows_out.append((name, checked, mismatches, time.perf_counter() - start))
+        print(f"done: {rows_out[-1]}", flush=True)
+        if mismatches:
+            print(f"MISMATCH {name}: {first_bad}", file=sys.stderr)
+
+    if not args.no_conversions:
+        formats = [f for f in args.formats.split(",") if f]
+        for fmt in formats:
+            if fmt not in FORMATS:
+                parser.error(f"unknown format {fmt!r}")
+            start = time.perf_counter()
+            mismatches, examples, checked = 0, [], 0
+            if args.exhaustive:
+                chunk = 1 << args.chunk_bits
+                offsets = np.arange(chunk, dtype=np.uint32)
+                bar = tqdm(range(0, 1 << 32, chunk), desc=f"float32 -> {fmt}", unit="chunk")
+                for lo in bar:
+                    bits = offsets + np.uint32(lo)
+                    n, ex = check_conversion(bits, fmt)
+                    mismatches += n
+                    examples += list(ex)
+                    checked += bits.size
+                    bar.set_postfix(checked=checked, mismatches=mismatches)
+                    if n:
+                        print(f"MISMATCH {fmt}: chunk {lo:#x}: {[hex(int(b)) for b in ex]}", file=sys.stderr, flush=True)
+            else:
+                rng = np.random.Generator(np.random.PCG64(args.seed))
+                bits = np.concatenate([rng.integers(0, 1 << 32, size=args.samples, dtype=np.uint64).astype(np.uint32),
+                                       special_float32_bits()])
+                mismatches, ex = check_conversion(bits, fmt)
+                examples = list(ex)
+                checked = bits.size
+            record(f"float32 -> {fmt}, nearest", checked, mismatches, start,
+                   f"first inputs {[hex(int(b)) for b in examples[:5]]}")
+    if args.bf16_ops:
+        all_rows = bf16_values()
+        nrows = max(1, min(args.bf16_ops_rows, 65536))
+        picks = all_rows[np.linspace(0, 65535, nrows).round().astype(np.int64)] if nrows < 65536 else all_rows
+        block = max(1, (1 << args.chunk_bits) // 65536)
+        pairs = [(op, mode) for op in ("add", "mul") for mode in MODES]
+        if args.bf16_ops_only:
+            wanted = [tuple(item.split(":")) for item in args.bf16_ops_only.split(",") if item]
+            unknown = [":".join(w) for w in wanted if w not in pairs]
+            if unknown:
+                parser.error(f"--bf16-ops-only: unknown {', '.join(unknown)}; "
+                             f"use OP:MODE with OP in add, mul and MODE in {', '.join(MODES)}")
+            pairs = wanted
+        for op, mode in pairs:
+            start = time.perf_counter()
+            mismatches, checked, examples = 0, 0, []
+            for lo in tqdm(range(0, picks.size, block), desc=f"bf16 {op} {mode}", unit="chunk"):
+                rows = picks[lo:lo + block]
+                n, bad = check_bf16_rows(rows, op, mode)
+                mismatches += n
+                examples += bad
+                checked += rows.size * 65536
+            record(f"bfloat16 {op}, {mode}", checked, mismatches, start, f"(a, b, got, ref) {examples[:3]}")
+    print(f"\nbackend: {args.backend}")
+    print("| check | inputs checked | mismatches | time (s) |")
+    print("|---|---:|---:|---:|")
+    for name, checked, mismatches, elapsed in rows_out:
+        print(f"| {name} | {checked:,} | {mismatches} | {elapsed:.1f} |")
+    return 1 if any(mismatches for _, _, mismatches, _ in rows_out) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
