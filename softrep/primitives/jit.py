@@ -34,7 +34,7 @@ from numba.core.extending import register_jitable as _cpu_register_jitable
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the softrep package
 
 
 def jitable(fn):

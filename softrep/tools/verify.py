@@ -45,7 +45,7 @@ from ..primitives.jit import bitcast
 HARD_ULPS = 2.0**-20  # "hard case": within this many float32 ulps of a rounding midpoint
 LIBM_ULPS = 16  # error bound assumed for the float64 platform libm, in float64 ulps
 CHUNK = 1 << 24
-HARD_CASE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+HARD_CASE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                              "tests", "data", "mathlib_hard_cases")
 
 OK, MISROUNDED, ASK_MPFR = 0, 1, 2

@@ -19,7 +19,7 @@ import torch
 
 _SKIP_DIRS = tuple(os.path.normcase(os.path.realpath(p)) + os.sep for p in {
     os.path.dirname(torch.__file__),
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # softrep/
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),  # softrep/
     sysconfig.get_paths()["stdlib"],
 })
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')

@@ -72,7 +72,7 @@ def _package_dir(module):
     return os.path.dirname(os.path.abspath(module.__file__)) + os.sep
 
 
-_SOFTREP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SOFTREP_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _INTERNAL_DIRS = (_package_dir(np), _package_dir(torch), _SOFTREP_DIR)
 _INTERNAL_FILES = {os.path.abspath(random.__file__), os.path.abspath(secrets.__file__)}
 
