@@ -15,6 +15,7 @@ import os
 
 import torch
 
+from ..primitives.fpenv import ieee_state
 from ..primitives.jit import SIMULATOR
 
 _CHOICES = ("auto", "cpu", "cuda")
@@ -54,10 +55,12 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
             # contiguous copy changes no bits.
             host_in = [t.contiguous() for t in host_in]
         arrays = [t.detach().numpy() for t in host_out] + [t.numpy() for t in host_in]
-        if kind == "cpu":
-            cpu_launcher(*arrays, *args)
-        else:
-            cuda_launcher(0, *arrays, *args)
+        # IEEE defaults (no flush-to-zero, round to nearest) whatever the caller set
+        with ieee_state():
+            if kind == "cpu":
+                cpu_launcher(*arrays, *args)
+            else:
+                cuda_launcher(0, *arrays, *args)
         for t, h in zip(outputs, host_out):
             if t is not h:
                 t.copy_(h)
