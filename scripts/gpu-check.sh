@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One prepared check for a machine with an NVIDIA GPU (run it once per lent GPU
-# session and paste its output into docs/gpu-report.md).
+# The one prepared check for a machine with an NVIDIA GPU; docs/gpu-report.md
+# says how to run it and records its results.
 #
 #   1. environment: GPU, driver, package versions
 #   2. the test suite on real CUDA tensors (SOFTREP_BACKEND=cuda): golden

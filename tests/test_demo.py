@@ -41,6 +41,11 @@ def test_verdict_reports_a_mismatch():
     assert not ok and "MISMATCH" in lines[-1] and "DIFFERS" in lines[2]
 
 
+def test_verdict_names_what_was_compared():
+    lines, ok = demo.verdict(dict(demo.REFERENCE))
+    assert ok and "published reference fingerprints" in lines[-1]
+
+
 @pytest.mark.parametrize("args,message", [
     (["--device", "tpu"], "argument --device"),
     (["--epochs", "0"], "argument --epochs"),

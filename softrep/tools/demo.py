@@ -103,10 +103,10 @@ def verdict(result, reference=REFERENCE):
     for name, expected in reference.items():
         match = result[name] == expected
         ok &= match
-        lines.append(f"  {name:14} {result[name]}  {'matches' if match else 'DIFFERS from'} the reference")
-    lines.append("VERDICT: all three fingerprints match the published reference values: same bits as every "
-                 "other machine." if ok else
-                 "VERDICT: MISMATCH with the published reference values (see above; CHANGELOG.md lists "
+        lines.append(f"  {name:14} {result[name]}  {'matches' if match else 'DIFFERS from'} the published value")
+    lines.append("VERDICT: all three fingerprints equal the published reference fingerprints (README.md, "
+                 "CHANGELOG.md): this machine computed the same bits as the run that published them." if ok else
+                 "VERDICT: MISMATCH with the published reference fingerprints (see above; CHANGELOG.md lists "
                  "the algorithm changes that move them).")
     return lines, ok
 
