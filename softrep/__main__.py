@@ -39,15 +39,14 @@ def _example(args):
 
 
 def _audit_ptx(args):
-    from tqdm import tqdm
-
     import softrep  # noqa: F401
+    from softrep.tools.progress import bar as progress_bar
     from softrep.cuda import audit
 
     names = sorted(audit.registered())
     if args.filter:
         names = [n for n in names if args.filter in n]
-    bar = tqdm(total=len(names) * len(audit.CCS), desc="PTX audit", unit="kernel")
+    bar = progress_bar(total=len(names) * len(audit.CCS), desc="PTX audit", unit="kernel")
     count, findings = audit.audit(names, progress=lambda name, cc: bar.update())
     bar.close()
     for finding in findings:
@@ -77,9 +76,10 @@ def main(argv=None):
 
         module, attr, _ = DELEGATED[argv[0]]
         return getattr(importlib.import_module(module), attr)(argv[1:]) or 0
-    parser = argparse.ArgumentParser(prog="python -m softrep", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="python -m softrep",
+                                     description="softrep's command line; `python -m softrep COMMAND --help` "
+                                                 "describes each command.")
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     sub.add_parser("example", help="a short tour of explicit rounding").set_defaults(func=_example)
     p = sub.add_parser("audit-ptx", help="audit the PTX of every CUDA kernel")
     p.add_argument("--filter", help="only kernels whose name contains this")

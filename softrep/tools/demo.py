@@ -65,7 +65,7 @@ def load_digits(generator, device="cpu"):
 
 def run(device="cpu", seed=SEED, epochs=EPOCHS, progress=True):
     """Train and evaluate; returns a dict of fingerprints plus the test accuracy."""
-    from tqdm import tqdm
+    from .progress import bar as progress_bar
 
     generator = Generator(seed)
     x_train, y_train, x_test, y_test = load_digits(generator, device)
@@ -74,7 +74,7 @@ def run(device="cpu", seed=SEED, epochs=EPOCHS, progress=True):
     optimizer = optim.Adam(model.parameters(), lr=LEARNING_RATE)
     loss_fn = nn.CrossEntropyLoss()
     steps = epochs * -(-len(y_train) // BATCH_SIZE)
-    with tqdm(total=steps, desc="training", unit="step", disable=not progress) as bar:
+    with progress_bar(total=steps, desc="training", unit="step", enabled=progress) as bar:
         for epoch in range(epochs):
             model.train()
             order = randperm(len(y_train), generator=generator, device=device)
