@@ -222,3 +222,13 @@ def test_public_op_property(op, rounding, npdt, data):
     for row, got in zip(rows, out):
         want = _reference(op, list(row), npdt, rounding)
         assert same_bits(npdt(got), want), f"{op} {rounding} {row}: {got!r} != {want!r}"
+
+
+@pytest.mark.parametrize("mode", ["nearest_away", "odd", "stochastic"])
+def test_other_rounding_modes_error_points_to_format(mode):
+    x = torch.ones(2)
+    with pytest.raises(ValueError, match=f"got '{mode}'; '{mode}' is available with an explicit format"):
+        softrep.add(x, x, rounding=mode)
+    assert softrep.add(x, x, rounding="nearest_away", format="float32").tolist() == [2.0, 2.0]
+    with pytest.raises(ValueError, match="got 'sideways'$"):
+        softrep.add(x, x, rounding="sideways")

@@ -159,9 +159,16 @@ def test_public_names():
         assert name in softrep.__all__
 
 
-def test_float64_not_supported_yet():
-    with pytest.raises(TypeError, match="float64 is not supported yet"):
-        softrep.exp2(torch.ones(3, dtype=torch.float64))
+@pytest.mark.parametrize("name", sorted(M.FUNCTIONS))
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_dtype_errors_name_the_dtypes_each_function_takes(name, dtype):
+    fn = M.FUNCTIONS[name]
+    takes = "torch.float32" if fn.f64 is None else "torch.float32 or torch.float64"
+    if dtype == torch.float64 and fn.f64 is not None:
+        return
+    x = torch.ones(3, dtype=dtype)
+    with pytest.raises(TypeError, match=f"argument '{fn.arg_names[0]}' has dtype {dtype}; softrep.{name} takes {takes}$"):
+        fn.op(*(x,) * fn.arity)
 
 
 F64_FUNCTIONS = ("exp", "log", "tanh", "sigmoid")

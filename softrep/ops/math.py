@@ -74,10 +74,12 @@ def _public_op(fn):
         if fn.arity == 1 and not isinstance(args[0], torch.Tensor):
             raise TypeError(f"softrep.{fn.name}: argument '{arg_names[0]}' must be a torch.Tensor, "
                             f"got {type(args[0]).__name__}")
+        dtypes = (torch.float32,) if fn.f64 is None else (torch.float32, torch.float64)
+        for name, arg in zip(arg_names, args):
+            if isinstance(arg, torch.Tensor) and arg.dtype not in dtypes:
+                raise TypeError(f"softrep.{fn.name}: argument '{name}' has dtype {arg.dtype}; softrep.{fn.name} "
+                                f"takes {' or '.join(map(str, dtypes))}")
         tensors = tensor_operands(fn.name, **dict(zip(arg_names, args)))
-        if tensors[0].dtype == torch.float64 and fn.f64 is None:
-            raise TypeError(f"softrep.{fn.name}: float64 is not supported yet for this function "
-                            "(only float32 has a correctly rounded kernel)")
         return spec.apply("rn", tensors)
 
     params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names]

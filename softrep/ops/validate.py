@@ -12,8 +12,13 @@ FLOAT_DTYPES = (torch.float32, torch.float64)
 def rounding_suffix(fn, rounding):
     """'rn', 'rd', 'ru' or 'rz' for a rounding name, or a ValueError naming it."""
     if rounding not in SUFFIX:
+        extra = ""
+        if rounding in ("nearest_away", "odd", "stochastic"):
+            extra = (f"; {rounding!r} is available with an explicit format, e.g. "
+                     f"softrep.{fn}(..., rounding={rounding!r}, format=\"float32\") (docs/lowprecision.md)")
         raise ValueError(
-            f"softrep.{fn}: argument 'rounding' must be one of {', '.join(map(repr, MODES))}; got {rounding!r}"
+            f"softrep.{fn}: argument 'rounding' must be one of {', '.join(map(repr, MODES))} "
+            f"on float32/float64 tensors; got {rounding!r}{extra}"
         )
     return SUFFIX[rounding]
 
