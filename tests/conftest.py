@@ -16,8 +16,25 @@ SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 REAL_GPU = os.environ.get("SOFTREP_TEST_DEVICE") == "cuda"
 
 
+# the child process's closing line, for the parent's summary (tests/test_simulator.py)
+SIMULATOR_SUMMARY = []
+SKIP_PARENT_REASON = "runs in the simulator child process (tests/test_simulator.py)"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say plainly what the parent's skips are: the simulator tests, run in the child."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if SKIP_PARENT_REASON in str(getattr(r, "longrepr", ""))]
+    if not skipped:
+        return
+    child = SIMULATOR_SUMMARY[-1] if SIMULATOR_SUMMARY else "not run in this selection"
+    terminalreporter.write_line(
+        f"{len(skipped)} of the skipped tests are CUDA-simulator tests: they run in a child pytest process "
+        f"(tests/test_simulator.py), which reported: {child}")
+
+
 def pytest_collection_modifyitems(config, items):
-    skip_parent = pytest.mark.skip(reason="runs in the simulator child process (tests/test_simulator.py)")
+    skip_parent = pytest.mark.skip(reason=SKIP_PARENT_REASON)
     skip_child = pytest.mark.skip(reason="the simulator child process runs simulator tests only")
     for item in items:
         is_sim = item.get_closest_marker("simulator") is not None

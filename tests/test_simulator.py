@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REAL_GPU, SIMULATOR
+from conftest import REAL_GPU, SIMULATOR, SIMULATOR_SUMMARY
 
 
 @pytest.mark.skipif(SIMULATOR or REAL_GPU, reason="this is the launcher of the simulator process")
@@ -19,4 +19,6 @@ def test_simulator_suite():
     )
     print(proc.stdout[-20000:])
     print(proc.stderr[-5000:])
+    lines = [line for line in proc.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
+    SIMULATOR_SUMMARY.append(lines[-1].strip("= ") if lines else f"exit code {proc.returncode}")
     assert proc.returncode == 0, "simulator tests failed (output above)"
