@@ -321,6 +321,98 @@ def test_simulator_matches_oracle_and_cpu(dtype, backend):
     assert_same_bits(cpu_out, out)
 
 
+# Odd combinations of stride, padding (asymmetric "same" included), dilation and
+# groups (depthwise included), for the index arithmetic the two backends share.
+ODD_CASES = [  # N, Cin, Cout, H, W, (KH, KW), stride, padding, dilation, groups
+    (2, 6, 4, 7, 5, (3, 2), (2, 3), (2, 1), (2, 1), 2),
+    (1, 3, 6, 6, 7, (2, 3), (1, 1), "same", (1, 2), 3),
+    (3, 4, 4, 5, 5, (1, 3), (1, 2), (0, 2), (1, 3), 4),
+    (1, 2, 5, 9, 4, (4, 1), (3, 1), (3, 0), (2, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", ODD_CASES)
+def test_input_index_is_im2col(case):
+    """column_offset(col) + tap_offset(k, g) is the flat index of the input that
+    cols_g[k, col] holds, against torch's own im2col (F.unfold) of an input
+    whose values are their flat indices."""
+    from softrep.algorithms.convolution import column_offset, output_size, tap_offset
+
+    n, ci, co, h, w, (kh, kw), (sh, sw), p, (dh, dw), groups = case
+    (pt, pb), (pl, pr) = _pads(p, (kh, kw), (dh, dw), 2)
+    hp, wp = h + pt + pb, w + pl + pr
+    index = torch.arange(n * ci * hp * wp, dtype=torch.float64).reshape(n, ci, hp, wp)
+    cols = F.unfold(index, (kh, kw), dilation=(dh, dw), stride=(sh, sw))  # (N, Cin*KH*KW, OH*OW)
+    oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
+    assert oh * ow == cols.shape[2]
+    c_g = ci // groups
+    kk = c_g * kh * kw
+    got = np.array([[[column_offset(col, oh, ow, sh, sw, ci, hp, wp) + tap_offset(k, g, c_g, kh, kw, dh, dw, hp, wp)
+                      for col in range(n * oh * ow)] for k in range(kk)] for g in range(groups)])
+    want = cols.view(n, groups, kk, oh * ow).permute(1, 2, 0, 3).reshape(groups, kk, n * oh * ow)
+    np.testing.assert_array_equal(got, want.numpy().astype(np.int64))
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("case", ODD_CASES)
+def test_simulator_and_cpu_agree_on_odd_geometry(case, backend):
+    """The CUDA kernel (tiles of cols loaded in the simulator) and the CPU panel
+    packing find the same inputs: forward and backward bit for bit, forward
+    against the oracle too."""
+    n, ci, co, h, w, k, s, p, d, g = case
+    dtype = torch.float32
+    x, wt, b = _inputs(case, dtype, seed=50)
+    x.requires_grad_(), wt.requires_grad_(), b.requires_grad_()
+    gout = None
+    results = {}
+    for name in ("cuda", "cpu"):
+        backend(name)
+        out = C.conv2d(x, wt, b, s, p, d, g)
+        gout = normal_tensor(59, out.shape, dtype) if gout is None else gout
+        results[name] = (out, C.conv2d(x, wt, None, s, p, d, g), *torch.autograd.grad(out, (x, wt, b), gout))
+    for what, u, v in zip(("forward", "forward without bias", "grad_input", "grad_weight", "grad_bias"),
+                          results["cuda"], results["cpu"]):
+        assert_same_bits(u, v), what
+    assert_same_bits(results["cuda"][0], oracle_conv2d(x, wt, b, s, _pads(p, k, d, 2), d, g)[0])
+
+
+def rounding_calls(source):
+    """Rounding primitives, `canonical` and float literals in a module's source:
+    what a backend module (a schedule) must not contain, because the arithmetic
+    of a convolution is written once, in softrep/algorithms."""
+    import ast
+
+    from softrep.primitives import rounding
+
+    banned = set(rounding.PRIMITIVES) | {"canonical", "canonical32", "canonical64"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in banned:
+                found.append(f"line {node.lineno}: call of {name}")
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"line {node.lineno}: import of {a.name}" for a in node.names if a.name in banned]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, float):
+            found.append(f"line {node.lineno}: float literal {node.value!r}")
+    return found
+
+
+def test_the_source_scan_can_fail():
+    snippet = "from ..primitives.rounding import fma_rn\ndef k(a, b):\n    return add_rn(a, b) + 1.0\n"
+    assert len(rounding_calls(snippet)) == 3
+
+
+@pytest.mark.parametrize("module", ["cpu/conv.py", "cuda/conv.py"])
+def test_backend_modules_hold_schedules_only(module):
+    import softrep
+
+    with open(os.path.join(os.path.dirname(softrep.__file__), module)) as f:
+        found = rounding_calls(f.read())
+    assert not found, f"softrep/{module} does arithmetic itself:\n" + "\n".join(found)
+
+
 def test_golden_file_covers_every_op():
     import json
 

@@ -1,11 +1,12 @@
-"""Algorithm source of the matrix products: the per-element order and the micro-kernels.
+"""Algorithm source of the matrix products: the per-element chain and the micro-kernels.
 
 Every output element of a product is one sequential chain of fmas in k order
 (docs/order.md, "Matrix products"):
 
     acc = +0
-    for k = 0 .. K-1:  acc = fma_rn(a[i, k], b[k, j], acc)
-    out = add_rn(acc, addend)      (only when there is an addend)
+    for k = 0 .. K-1:  acc = chain_step(a[i, k], b[k, j], acc)     = fma_rn(a[i, k], b[k, j], acc)
+    out = finish_add(acc, addend)   = canonical(add_rn(acc, addend))   (with an addend)
+    out = finish(acc)               = canonical(acc)                   (without)
 
 Nothing else is allowed: K is never split, so the result cannot depend on the
 tiling, the thread count or the device.  What kernels may change is *which*
@@ -13,22 +14,31 @@ elements they advance together, and where an accumulator lives between two
 steps of its chain (a register, or the output buffer while another k-block is
 being packed: storing and reloading a float is exact).
 
-`dot_chain` is that order for one element, written for any strided access; the
-CUDA kernels and the oracle-free per-element reference use it.
+These functions are the only place where a product or a convolution does
+arithmetic; the CPU and CUDA modules (softrep/cpu/linalg.py, conv.py and
+softrep/cuda/linalg.py, conv.py) only pack, tile and launch:
 
-The CPU micro-kernels (`micro_f32`, `micro_f64`) advance an MR x NR block of
-accumulators through a range of k: at each k, MR values of a are broadcast
-against NR consecutive values of b (the outer-product form).  Each accumulator
-still sees its own fmas in k order, while the NR accumulators of one row are
-independent lanes that LLVM's SLP vectorizer packs into vfmadd on ymm registers.
-The micro-kernels are generated source (MR * NR named scalars), because Numba
-has no register-resident local arrays; generation keeps the accumulators as SSA
-values that LLVM can keep in registers for the whole k loop.
+* `chain_step` is one step of the chain.  Everything below calls it.
+* `dot_chain` advances one accumulator through a run of k, for any strided
+  access.  The CUDA kernels call it on their shared-memory tiles.
+* `finish` / `finish_add` end a chain: the addend (linear's bias, addmm's
+  input, a convolution's bias) is added once, after the last step, and a NaN
+  result becomes the canonical NaN.  Both backends call them.
+* `micro_f32` / `micro_f64` advance an MR x NR register block of accumulators
+  through a range of k (the CPU's GotoBLAS micro-kernel): at each k, MR values
+  of a are broadcast against NR consecutive values of b (the outer-product
+  form), and each accumulator takes its own `chain_step`, so it still sees its
+  fmas in k order, while the NR accumulators of one row are independent lanes
+  that LLVM's SLP vectorizer packs into vfmadd on ymm registers.  The
+  micro-kernels are generated source (MR * NR named scalars), because Numba
+  has no register-resident local arrays; generation keeps the accumulators as
+  SSA values that LLVM can keep in registers for the whole k loop, and
+  `chain_step` is inlined, so calling it costs nothing.
 """
 
 import numpy as np
 
-from ..primitives.rounding import ZERO32, ZERO64, add_rn, fma_rn, jitable  # noqa: F401  (used by generated code)
+from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, fma_rn, jitable
 
 # Register blocking for AVX2 (16 ymm registers): 6 rows x 2 vectors of
 # accumulators = 12 registers, plus 2 for a row of b and 1 for a broadcast of a.
@@ -40,14 +50,39 @@ KC = 256
 
 
 @jitable
+def chain_step(a, b, acc):
+    """One step of a product's chain: a*b + acc rounded once (fma, to nearest).
+
+    A product term is never rounded on its own: rounding a*b first and then
+    adding would be a second rounding, and the result would depend on whether
+    a compiler fused the two."""
+    return fma_rn(a, b, acc)
+
+
+@jitable
 def dot_chain(a, a_off, a_step, b, b_off, b_step, k_count, acc):
-    """acc advanced through k_count fmas: acc = fma(a[a_off + k*a_step], b[b_off + k*b_step], acc).
+    """acc advanced through k_count steps: acc = chain_step(a[a_off + k*a_step], b[b_off + k*b_step], acc).
 
     a and b are flat (1-D) arrays; the offsets and steps are element counts.
     """
     for k in range(k_count):
-        acc = fma_rn(a[a_off + k * a_step], b[b_off + k * b_step], acc)
+        acc = chain_step(a[a_off + k * a_step], b[b_off + k * b_step], acc)
     return acc
+
+
+@jitable
+def finish(acc):
+    """The output of a chain without an addend: acc, with a NaN made canonical."""
+    return canonical(acc)
+
+
+@jitable
+def finish_add(acc, addend):
+    """The output of a chain with an addend: add_rn(acc, addend), with a NaN made canonical.
+
+    The addend comes once, after the last step (not as the chain's start
+    value), so the chain is the same with and without it."""
+    return canonical(add_rn(acc, addend))
 
 
 def _micro_source(name, mr, nr, zero):
@@ -57,8 +92,9 @@ def _micro_source(name, mr, nr, zero):
       ap: packed a (flat), the panel at a_off holds a[i0 + r, k] at a_off + k*mr + r;
       bp: packed b (flat), the panel at b_off holds b[k, j0 + j] at b_off + k*nr + j;
       c: flat accumulator store, c[i0 + r, j0 + j] at c_off + r*ldc + j.
-      Advances those mr x nr accumulators through k_count fmas; `first` starts
-      them from +0 instead of reloading them from c.
+      Advances those mr x nr accumulators through k_count steps of
+      `chain_step`; `first` starts them from +0 instead of reloading them
+      from c.
     Offsets are unsigned so that Numba emits no negative-index wraparound,
     which would hide from LLVM that the NR loads of a row are consecutive.
     """
@@ -75,20 +111,20 @@ def _micro_source(name, mr, nr, zero):
     for r in rows:
         lines.append("        " + "; ".join(f"c{r}_{j} = c[crow{r} + U{j}]" for j in cols))
     lines.append("    for k in range(k_count):")
-    lines.append(f"        kk = np.uint64(k)")
+    lines.append("        kk = np.uint64(k)")
     lines.append(f"        bk = b_off + kk * U{nr}")
     lines.append(f"        ak = a_off + kk * U{mr}")
     lines.append("        " + "; ".join(f"b{j} = bp[bk + U{j}]" for j in cols))
     for r in rows:
         lines.append(f"        a{r} = ap[ak + U{r}]")
-        lines.append("        " + "; ".join(f"c{r}_{j} = fma_rn(a{r}, b{j}, c{r}_{j})" for j in cols))
+        lines.append("        " + "; ".join(f"c{r}_{j} = chain_step(a{r}, b{j}, c{r}_{j})" for j in cols))
     for r in rows:
         lines.append("    " + "; ".join(f"c[crow{r} + U{j}] = c{r}_{j}" for j in cols))
     return "\n".join(lines) + "\n"
 
 
 def _make_micro(name, mr, nr, zero):
-    namespace = {"fma_rn": fma_rn, "ZERO32": ZERO32, "ZERO64": ZERO64, "np": np}
+    namespace = {"chain_step": chain_step, "ZERO32": ZERO32, "ZERO64": ZERO64, "np": np}
     namespace.update({f"U{j}": np.uint64(j) for j in range(max(mr, nr) + 1)})
     exec(compile(_micro_source(name, mr, nr, zero), f"<softrep.algorithms.products.{name}>", "exec"), namespace)
     fn = namespace[name]

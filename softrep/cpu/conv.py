@@ -2,25 +2,29 @@
 
 The product is W_g (Cout/G, K) @ cols_g (K, N*OH*OW) per group, K = Cin/G*KH*KW
 in (c, kh, kw) order, columns in (n, oh, ow) order (docs/order.md,
-"Convolution").  Instead of materialising `cols`, `_pack_im2col` writes the
+"Convolution").  Instead of materialising `cols`, `_pack_im2col` copies the
 zero-padded input straight into the NR-column panels the product kernel reads
-(`softrep.cpu.linalg.product_packed`), so each output element is the same fma
-chain over k from +0, on one thread, as in the matrix products.
+(`softrep.cpu.linalg.product_packed`), finding each element with
+`column_offset` + `tap_offset` of `softrep.algorithms.convolution` (the
+arithmetic the CUDA kernel uses too).  Each output element is then the chain
+of `softrep.algorithms.products` over k from +0, on one thread, as in the
+matrix products, and the bias is added by its `finish_add`.  This module only
+moves values and schedules the work.
 """
 
 import numpy as np
 from numba import njit, prange
 
+from ..algorithms.convolution import column_offset, output_size, tap_offset
 from .linalg import packed_b, product_packed
 
 
 @njit(parallel=True, cache=True)
 def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
-    # One work item per (group, panel): it fills bp[g, panel] (K x NR floats,
+    # One work item per (group, panel): it fills bp[g, panel] (K x NR values,
     # contiguous) row by row, reading NR columns of the padded input, which
-    # are mostly consecutive pixels of one image row.  Column col = (n, i, j)
-    # of lane l starts at base[l] in xflat; row k = (c, a, e) adds the
-    # offset of channel c and kernel tap (a, e).  Pure copies: no rounding.
+    # are mostly consecutive pixels of one image row.  The column part of
+    # each lane's index is computed once, the tap part once per row.
     c_g = c_in // groups
     kk = c_g * kh * kw
     npan, nr = bp.shape[1], bp.shape[3]
@@ -32,12 +36,10 @@ def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img,
         for lane in range(nr):
             col = panel * nr + lane
             if col < n_cols:
-                n, pix = col // (oh * ow), col % (oh * ow)
-                base[lane] = n * c_in * hp * wp + (pix // ow) * sh * wp + (pix % ow) * sw
+                base[lane] = column_offset(col, oh, ow, sh, sw, c_in, hp, wp)
                 valid += 1
         for k in range(kk):
-            c, rest = k // (kh * kw), k % (kh * kw)
-            off = (g * c_g + c) * hp * wp + (rest // kw) * dh * wp + (rest % kw) * dw
+            off = tap_offset(k, g, c_g, kh, kw, dh, dw, hp, wp)
             for lane in range(valid):
                 bp[g, panel, k, lane] = xflat[base[lane] + off]
             for lane in range(valid, nr):
@@ -48,8 +50,7 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     """out (G, Cout/G, N*OH*OW) = w_g (G, Cout/G, Cin/G*KH*KW) @ im2col(xpad) [+ bias_rows (G, Cout/G)]."""
     groups, _, kk = w_g.shape
     n_img, _, hp, wp = xpad.shape
-    oh = (hp - dh * (kh - 1) - 1) // sh + 1
-    ow = (wp - dw * (kw - 1) - 1) // sw + 1
+    oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
     if out.size == 0:
         return
     bp = packed_b(groups, kk, n_img * oh * ow, xpad.dtype)

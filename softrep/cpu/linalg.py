@@ -1,19 +1,23 @@
 """CPU launchers of the batched matrix product (GotoBLAS-style, fixed k order).
 
-out[b, i, j] = add_rn(chain(i, j), addend[b, i, j])   (addend optional), where
-chain is the fma chain of `softrep.algorithms.products` in k order from +0.
+out[b, i, j] = finish_add(chain(i, j), addend[b, i, j])   (finish(chain) without
+an addend), where chain is the sequence of `chain_step` in k order from +0;
+`chain_step`, `finish`, `finish_add` and the micro-kernels that advance a
+register block through the chain are in `softrep.algorithms.products`.  This
+module holds the schedule only: packing, blocking and threads.
 
 1. Pack a into MR-row panels (batch, M/MR, K, MR) and b into NR-column panels
    (batch, N/NR, K, NR), zero-padded to whole panels.  Padded rows and columns
    only feed accumulators that are thrown away.
 2. One parallel task per (batch, block of MC rows, block of NC columns).  A
    task walks k in blocks of KC; inside a block each MR x NR micro-tile
-   advances its accumulators from k0 to k1 and parks them in the padded
-   output buffer until the next k-block (storing a float is exact).  Every
-   accumulator therefore sees its fmas for k = 0, 1, ..., K-1 in order, on one
-   thread, whatever the thread count: tasks partition the outputs, never k.
-3. A parallel pass adds the addend once (add_rn), canonicalises NaNs and
-   crops the padding.
+   advances its accumulators from k0 to k1 (`micro_f32` / `micro_f64`) and
+   parks them in the padded output buffer until the next k-block (storing a
+   float is exact).  Every accumulator therefore sees its steps for
+   k = 0, 1, ..., K-1 in order, on one thread, whatever the thread count:
+   tasks partition the outputs, never k.
+3. A parallel pass ends every chain (`finish` / `finish_add`: the addend once,
+   canonical NaNs) and crops the padding.
 """
 
 import contextlib
@@ -22,8 +26,7 @@ import numpy as np
 from numba import njit, prange
 from numba.core import config as _numba_config
 
-from ..algorithms.products import KC, MR, NR, micro_f32, micro_f64
-from ..primitives.rounding import add_rn, canonical
+from ..algorithms.products import KC, MR, NR, finish, finish_add, micro_f32, micro_f64
 
 # Panels per task: MC = 8 * MR rows (a block of 8 panels x KC stays in L2),
 # NC = 16 * NR columns.
@@ -91,30 +94,30 @@ _blocks_f64 = _make_blocks(micro_f64, MR, NR[np.dtype(np.float64)])
 
 
 @njit(parallel=True, cache=True)
-def _finish(out, cpad):
+def _finish_outputs(out, cpad):
     nb, m, n = out.shape
     for t in prange(nb * m):
         b, i = t // m, t % m
         for j in range(n):
-            out[b, i, j] = canonical(cpad[b, i, j])
+            out[b, i, j] = finish(cpad[b, i, j])
 
 
 @njit(parallel=True, cache=True)
-def _finish_add(out, cpad, addend):
+def _finish_outputs_add(out, cpad, addend):
     nb, m, n = out.shape
     for t in prange(nb * m):
         b, i = t // m, t % m
         for j in range(n):
-            out[b, i, j] = canonical(add_rn(cpad[b, i, j], addend[b, i, j]))
+            out[b, i, j] = finish_add(cpad[b, i, j], addend[b, i, j])
 
 
 @njit(parallel=True, cache=True)
-def _finish_bias_rows(out, cpad, bias):
+def _finish_outputs_bias_rows(out, cpad, bias):
     nb, m, n = out.shape
     for t in prange(nb * m):
         b, i = t // m, t % m
         for j in range(n):
-            out[b, i, j] = canonical(add_rn(cpad[b, i, j], bias[b, i]))
+            out[b, i, j] = finish_add(cpad[b, i, j], bias[b, i])
 
 
 @contextlib.contextmanager
@@ -164,11 +167,11 @@ def product_packed(out, a, bp, addend=None, bias_rows=None):
         blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
                _MC_PANELS, _NC_PANELS)
     if addend is not None:
-        _finish_add(out, cpad, addend)
+        _finish_outputs_add(out, cpad, addend)
     elif bias_rows is not None:
-        _finish_bias_rows(out, cpad, bias_rows)
+        _finish_outputs_bias_rows(out, cpad, bias_rows)
     else:
-        _finish(out, cpad)
+        _finish_outputs(out, cpad)
 
 
 def bmm(out, a, b, addend=None):

@@ -1,21 +1,25 @@
 """CUDA kernel of the batched matrix product: shared-memory tiles, fixed k order.
 
 One thread owns one output element (b, i, j) and keeps its accumulator in a
-register for the whole product: acc = +0, then acc = fma_rn(a[i, k], b[k, j], acc)
-for k = 0, 1, ..., K-1 (docs/order.md, "Matrix products").  The block only
-shares the loads: a TILE x TILE tile of a and of b is staged in shared memory
-per step of TILE values of k, with consecutive threads reading consecutive
-addresses (row-major a along k, row-major b along j), so global loads are
-coalesced.  The tile size changes which loads are shared, never the order of
-any accumulator: a partial last tile stops at K instead of multiplying padding.
+register for the whole product: acc = +0, then `dot_chain` over each tile of
+k (acc = chain_step(a[i, k], b[k, j], acc) for k = 0, 1, ..., K-1), then
+`finish` / `finish_add` (docs/order.md, "Matrix products"); those functions
+are in `softrep.algorithms.products`, shared with the CPU micro-kernels.  This
+module holds the schedule only.  The block shares the loads: a TILE x TILE
+tile of a and of b is staged in shared memory per step of TILE values of k,
+with consecutive threads reading consecutive addresses (row-major a along k,
+row-major b along j), so global loads are coalesced.  The tile size changes
+which loads are shared, never the order of any accumulator: a partial last
+tile stops at K instead of multiplying padding.
 """
 
 import functools
 
 from numba import cuda, types
 
+from ..algorithms.products import dot_chain, finish, finish_add
 from ..primitives.jit import SIMULATOR
-from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, fma_rn
+from ..primitives.rounding import ZERO32, ZERO64
 
 # The simulator runs every thread as a Python thread: small tiles keep it
 # quick, and exercise partial tiles at tiny sizes.
@@ -27,6 +31,7 @@ def _kernel(dtype_name, with_addend):
     nbtype = getattr(types, dtype_name)
     zero = ZERO32 if dtype_name == "float32" else ZERO64
     tile = TILE
+    tile_elems = TILE * TILE  # a constant: shared arrays need a compile-time size
 
     def kernel(out, a, b, addend):
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
@@ -35,22 +40,24 @@ def _kernel(dtype_name, with_addend):
         bz = cuda.blockIdx.z
         m, k_count = a.shape[1], a.shape[2]
         n = b.shape[2]
-        a_tile = cuda.shared.array((tile, tile), nbtype)
-        b_tile = cuda.shared.array((tile, tile), nbtype)
+        # Flat tiles (a device function takes them as 1-D arrays):
+        # a_tile[r*TILE + kk] = a[i0 + r, k0 + kk], b_tile[kk*TILE + c] = b[k0 + kk, j0 + c].
+        a_tile = cuda.shared.array(tile_elems, nbtype)
+        b_tile = cuda.shared.array(tile_elems, nbtype)
         acc = zero
         for k0 in range(0, k_count, tile):
             ka, kb = k0 + tx, k0 + ty
-            a_tile[ty, tx] = a[bz, i, ka] if (i < m and ka < k_count) else zero
-            b_tile[ty, tx] = b[bz, kb, j] if (kb < k_count and j < n) else zero
+            a_tile[ty * tile + tx] = a[bz, i, ka] if (i < m and ka < k_count) else zero
+            b_tile[ty * tile + tx] = b[bz, kb, j] if (kb < k_count and j < n) else zero
             cuda.syncthreads()
-            for kk in range(min(tile, k_count - k0)):
-                acc = fma_rn(a_tile[ty, kk], b_tile[kk, tx], acc)
+            # row ty of a_tile against column tx of b_tile, k0 .. min(k0 + TILE, K) - 1
+            acc = dot_chain(a_tile, ty * tile, 1, b_tile, tx, tile, min(tile, k_count - k0), acc)
             cuda.syncthreads()
         if i < m and j < n:
             if with_addend:
-                out[bz, i, j] = canonical(add_rn(acc, addend[bz, i, j]))
+                out[bz, i, j] = finish_add(acc, addend[bz, i, j])
             else:
-                out[bz, i, j] = canonical(acc)
+                out[bz, i, j] = finish(acc)
 
     return cuda.jit(cache=not SIMULATOR)(kernel), kernel
 
