@@ -287,6 +287,25 @@ def test_uniform_and_normal_fill_formulas():
         srandom.normal_(torch.zeros(2), 0.0, -1.0)
 
 
+def test_native_dropout_rules_are_the_cpu_dropout():
+    # F.dropout calls native_dropout on CUDA and bernoulli_, div_, mul on the CPU:
+    # the rules of the CUDA ops give the CPU path's bits from the same draw
+    x, g = _randn(4, 5, seed=1), _randn(4, 5, seed=2)
+    xl = x.clone().requires_grad_(True)
+    torch.manual_seed(3)
+    with softrep.reproducible(strict=True):
+        out = F.dropout(xl, 0.3)
+        out.backward(g)
+    rules = ops.rules()
+    torch.manual_seed(3)
+    with torch.no_grad():
+        fused, mask = rules["aten.native_dropout.default"].run(x, 0.3, True)
+        grad = rules["aten.native_dropout_backward.default"].run(g, mask, 1.0 / (1.0 - 0.3))
+    assert_same_bits(fused, out.detach())
+    assert_same_bits(grad, xl.grad)
+    assert torch.equal(mask, out.detach() != 0)
+
+
 def test_an_explicit_torch_generator_is_refused():
     with pytest.raises(NotReproducibleError, match="torch.Generator"):
         with softrep.reproducible(strict=True):
@@ -401,8 +420,9 @@ def test_readme_usage_snippet_under_the_mode_and_the_audit(tmp_path, capsys):
 
 @pytest.mark.parametrize("name, args", [("train_digits.py", ["--epochs", "1"]),
                                         ("char_transformer.py", ["--steps", "2"])])
-def test_softrep_examples_under_the_mode_print_the_same_fingerprints(name, args, capsys):
+def test_softrep_examples_under_the_mode_print_the_same_fingerprints(name, args, capsys, monkeypatch):
     pytest.importorskip("sklearn")
+    monkeypatch.setenv("SOFTREP_EXAMPLE_BATCHES", "3")  # batches per epoch / decoded characters
     path = ROOT / "examples" / name
     plain = _run_script(path, args, capsys=capsys)
     under = _run_script(path, args, softrep.reproducible(strict=True), capsys=capsys)

@@ -85,6 +85,9 @@ class reproducible(TorchDispatchMode):  # noqa: N801  (used like torch.no_grad)
         return func(*args, **kwargs)
 
 
+ops.new_mode = lambda: reproducible(True)
+
+
 class _UnderMode(torch.autograd.Function):
     """Runs a forward under the mode and keeps its graph; the backward runs
     torch.autograd.grad on that graph under the mode too, so that the backward

@@ -654,12 +654,15 @@ def _rms_norm_decomposition(input, normalized_shape, weight, eps):
     return (out.mul(weight) if weight is not None else out), rstd
 
 
-def _under_mode(fn, *args):
-    """fn(*args) with its torch ops rerouted (a nested mode: the outer one is off
-    inside its handler) and recorded by autograd."""
-    from .mode import reproducible
+# A fresh strict `reproducible` mode; mode.py sets it (this module sits below the
+# mode and cannot import it).  Rules that evaluate torch code under the mode use
+# it: the outer mode is off inside its own handler.
+new_mode = None
 
-    with _autograd_on(), reproducible(strict=True):
+
+def _under_mode(fn, *args):
+    """fn(*args) with its torch ops rerouted (a nested mode) and recorded by autograd."""
+    with _autograd_on(), new_mode():
         return fn(*args)
 
 
@@ -673,9 +676,7 @@ def _rms_norm_rules():
         return _same_float(input, weight)
 
     def run(input, normalized_shape, weight, eps):
-        from .mode import reproducible
-
-        with reproducible(strict=True):
+        with new_mode():
             out, rstd = _rms_norm_decomposition(input, normalized_shape, weight, eps)
         eps = torch.finfo(input.dtype).eps if eps is None else eps
         return out, _carry_eps(rstd.contiguous(), eps)
@@ -1215,14 +1216,26 @@ def markdown_table():
     for name in sorted(CONDITIONAL_EXACT):
         when = ("every index is a boolean mask and accumulate=False" if "index_put" in name
                 else "no index repeats within a slice" if "scatter" in name
+                else "stable=True" if "sort" in name
                 else "start, end and step are integers")
         lines.append(f"| `{name}` | {EXACT} when {when}, else {NOT_REPRODUCIBLE} | torch |")
     lines.append("")
     lines.append(f"**{EXACT}** (every overload; torch's kernel runs): "
                  + ", ".join(f"`{p[5:]}`" for p in sorted(EXACT_PACKETS)) + ".")
     lines.append("")
-    lines.append(f"**{NOT_REPRODUCIBLE}, torch's random generator**: "
+    lines.append(f"**{EXACT}, bookkeeping**: every op of the namespaces "
+                 + ", ".join(f"`{n}*`" for n in BOOKKEEPING_NAMESPACES) + " (torch's profiler ranges).")
+    lines.append("")
+    lines.append(f"**{EXACT} when every tensor operand is an integer or boolean tensor and every number an int** "
+                 "(integer arithmetic; otherwise the rule above, or not reproducible): "
+                 + ", ".join(f"`{p[5:]}`" for p in sorted(INTEGER_PACKETS)) + ".")
+    lines.append("")
+    lines.append(f"**{NOT_REPRODUCIBLE}, torch's random generator** (the overloads without a rule above, and any "
+                 "draw with an explicit torch.Generator): "
                  + ", ".join(f"`{p[5:]}`" for p in sorted(RANDOM_PACKETS)) + ".")
+    lines.append("")
+    lines.append(f"**{NOT_REPRODUCIBLE}, torch.optim's Adam/AdamW update** (the error points to softrep.optim): "
+                 + ", ".join(f"`{p[5:]}`" for p in sorted(ADAM_PACKETS)) + ".")
     lines.append("")
     lines.append(f"**{NOT_REPRODUCIBLE}**: every other op, and a listed op on float16/bfloat16/complex "
                  "tensors or with an option softrep does not implement. A listed op whose operands are all "
