@@ -10,6 +10,8 @@ on every machine.
     python examples/convert_pretrained.py
 """
 
+import os
+
 import torch
 from sklearn.datasets import load_digits
 
@@ -48,7 +50,9 @@ digits = load_digits()
 x = torch.tensor(digits.images, dtype=torch.float32).div_(16).unsqueeze(1)
 y = torch.tensor(digits.target)
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-for batch in torch.randperm(1400).split(50):  # "pretraining", plain torch
+batches = torch.randperm(1400).split(50)
+batches = batches[:int(os.environ.get("SOFTREP_EXAMPLE_BATCHES", len(batches)))]  # the tests shorten the run
+for batch in batches:  # "pretraining", plain torch
     loss = torch.nn.functional.cross_entropy(model(x[batch]), y[batch])
     optimizer.zero_grad()
     loss.backward()

@@ -8,6 +8,7 @@ arguments it prints the fingerprints published in the README, on any machine:
 """
 
 import argparse
+import os
 
 import torch
 from sklearn.datasets import load_digits
@@ -40,11 +41,12 @@ model = torch.nn.Sequential(
 print("initial model  ", softrep.fingerprint(model))
 
 optimizer = softrep.optim.Adam(model.parameters(), lr=2e-3)
+BATCHES_PER_EPOCH = int(os.environ.get("SOFTREP_EXAMPLE_BATCHES", len(y_train)))  # the tests run fewer
 loss_fn = snn.CrossEntropyLoss()
 for epoch in range(args.epochs):
     model.train()
     perm = softrep.randperm(len(y_train), generator=gen, device=args.device)
-    for batch in perm.split(64):
+    for batch in perm.split(64)[:BATCHES_PER_EPOCH]:
         loss = loss_fn(model(x_train[batch]), y_train[batch])
         optimizer.zero_grad()
         loss.backward()

@@ -131,7 +131,7 @@ def test_report_json_round_trip():
 
 def test_audit_needs_a_gradient_when_backward():
     with pytest.raises(ValueError, match="no output requires grad"):
-        softrep.audit(lambda x: x * 2, torch.ones(2))
+        softrep.audit(lambda x: x * 2, torch.ones(2), backward=True)
     with pytest.raises(TypeError, match="'model_or_fn'"):
         softrep.audit(3)
 

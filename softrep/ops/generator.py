@@ -87,6 +87,49 @@ def manual_seed(seed):
     return default_generator.manual_seed(seed)
 
 
+# torch's own random ops (torch.rand, nn.init's uniform_/normal_, dropout's
+# bernoulli_, ...) rerouted by softrep.reproducible() draw from this stream.  Its
+# key is torch.initial_seed() (the seed of the last torch.manual_seed, or torch's
+# start-up seed) and its offset counts the rerouted draws since that seed was set:
+# so `torch.manual_seed(s)` followed by the same script gives the same draws on
+# every device, as torch users expect of their seed.
+torch_generator = Generator(DEFAULT_SEED)
+
+
+def torch_stream():
+    """The Generator of torch's random ops under softrep.reproducible(): key
+    torch.initial_seed() (mod 2**64), offset 0 after each torch.manual_seed and
+    +1 per draw.  A seed set before `follow_torch_manual_seed` was installed is
+    picked up here: a key that differs from torch's seed restarts at offset 0."""
+    seed = torch.initial_seed() & _MASK64
+    if torch_generator.seed != seed:
+        torch_generator.manual_seed(seed)
+    return torch_generator
+
+
+def follow_torch_manual_seed():
+    """Wrap torch.manual_seed (and torch.random.manual_seed, the same function) so
+    that it also rewinds `torch_generator` to (the new seed, offset 0).  Seeding
+    twice with the same value must restart the draws, which torch.initial_seed()
+    alone cannot reveal.  Idempotent; torch's own generator is seeded as before."""
+    import torch.random
+
+    original = torch.random.manual_seed
+    if getattr(original, "_softrep_follows", False):
+        return
+
+    def manual_seed(seed):
+        result = original(seed)
+        torch_generator.manual_seed(torch.initial_seed() & _MASK64)
+        return result
+
+    manual_seed.__doc__ = original.__doc__
+    manual_seed.__wrapped__ = original
+    manual_seed._softrep_follows = True
+    torch.random.manual_seed = manual_seed
+    torch.manual_seed = manual_seed
+
+
 def resolve(fn, generator):
     if generator is None:
         return default_generator

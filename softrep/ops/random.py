@@ -165,3 +165,73 @@ def bernoulli(input, p=None, *, generator=None):
     u = _uniform("bernoulli", tuple(input.shape), dtype, input.device, gen)
     # The comparison is exact: no rounding anywhere after the draw.
     return (u < prob).to(input.dtype)
+
+
+# ----------------------------------------------------------------------------- in-place fills
+# The draws behind torch's in-place initialisers (nn.init, Tensor.uniform_ ...),
+# on softrep's stream: one offset per call, like the functions above.
+
+def _fill_target(fn, tensor):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"softrep.{fn}: argument 'tensor' must be a tensor, got {type(tensor).__name__}")
+    if tensor.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"softrep.{fn}: argument 'tensor' must be float32 or float64, got {tensor.dtype}")
+
+
+def _real(fn, name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def uniform_(tensor, low=0.0, high=1.0, *, generator=None):
+    """Fill `tensor` in place with uniform numbers in [low, high), like
+    Tensor.uniform_: fma(u, high - low, low) with u the `rand` draw of the
+    tensor's dtype; high - low is computed in binary64, then it and low are
+    rounded to the dtype, and the fma rounds once.  Returns `tensor`."""
+    from .elementwise import fma
+
+    _fill_target("uniform_", tensor)
+    low, high = _real("uniform_", "low", low), _real("uniform_", "high", high)
+    if not low <= high:
+        raise ValueError(f"softrep.uniform_: arguments 'low' and 'high' need low <= high, got {low}, {high}")
+    gen = resolve("uniform_", generator)
+    u = _uniform("uniform_", tuple(tensor.shape), tensor.dtype, tensor.device, gen)
+    with torch.no_grad():
+        return tensor.copy_(fma(u, high - low, low) if u.numel() else u)
+
+
+def normal_(tensor, mean=0.0, std=1.0, *, generator=None):
+    """Fill `tensor` in place with normal numbers, like Tensor.normal_:
+    fma(z, std, mean) with z the `randn` draw (float32 Box-Muller, converted
+    exactly to float64); std and mean are rounded to the dtype, the fma rounds
+    once.  Returns `tensor`."""
+    from .elementwise import fma
+
+    _fill_target("normal_", tensor)
+    mean, std = _real("normal_", "mean", mean), _real("normal_", "std", std)
+    if not std >= 0:
+        raise ValueError(f"softrep.normal_: argument 'std' must be non-negative, got {std}")
+    z = randn(tuple(tensor.shape), generator=resolve("normal_", generator), dtype=tensor.dtype,
+              device=tensor.device)
+    with torch.no_grad():
+        return tensor.copy_(fma(z, std, mean) if z.numel() else z)
+
+
+def bernoulli_(tensor, p=0.5, *, generator=None):
+    """Fill `tensor` in place with 0/1 draws, like Tensor.bernoulli_: p a number
+    (rounded to the tensor's dtype, float32 for an integer tensor) or a tensor of
+    probabilities broadcast to tensor's shape.  Element i is 1 exactly when
+    u_i < p_i, u_i being `bernoulli`'s draw.  Returns `tensor`."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"softrep.bernoulli_: argument 'tensor' must be a tensor, got {type(tensor).__name__}")
+    if isinstance(p, torch.Tensor):
+        if not p.dtype.is_floating_point:
+            raise TypeError(f"softrep.bernoulli_: argument 'p' must hold floating probabilities, got {p.dtype}")
+        dtype = tensor.dtype if tensor.dtype.is_floating_point else torch.float32
+        probs = p.detach().to(device=tensor.device, dtype=dtype).expand(tensor.shape)
+        drawn = bernoulli(probs, generator=generator)
+    else:
+        drawn = bernoulli(tensor, p, generator=generator)
+    with torch.no_grad():
+        return tensor.copy_(drawn)

@@ -1,7 +1,7 @@
 # softrep: no kernels
 """softrep.audit: which aten ops a model runs, and whether each is reproducible.
 
-`audit(model_or_fn, *example_inputs, backward=True)` runs one step under
+`audit(model_or_fn, *example_inputs, backward=None)` runs one step under
 `AuditMode` (a TorchDispatchMode that records, and runs torch's own kernels)
 and returns a `Report`.  The classification is that of softrep/tools/dispatch/ops.py.
 """
@@ -26,11 +26,13 @@ class Report:
     ``rows`` is a list of dicts, one per (op, class), in first-seen order:
     op (the aten overload, e.g. "aten.mm.default"), class (one of ops.CLASSES),
     reason, count, forward and backward (counts per phase), and sites
-    (file:line -> count, in first-seen order).
+    (file:line -> count, in first-seen order).  ``notes`` are lines about the
+    run itself (e.g. that there was no backward to audit).
     """
 
-    def __init__(self, rows=None):
+    def __init__(self, rows=None, notes=None):
         self.rows = list(rows or [])
+        self.notes = list(notes or [])
         self._index = {(r["op"], r["class"]): r for r in self.rows}
 
     def record(self, op, cls, reason, phase, site):
@@ -59,7 +61,8 @@ class Report:
         return [r for r in self.rows if r["class"] == ops.NOT_REPRODUCIBLE]
 
     def to_dict(self):
-        return {"version": 1, "ok": self.ok, "ops": [dict(r, sites=dict(r["sites"])) for r in self.rows]}
+        return {"version": 1, "ok": self.ok, "ops": [dict(r, sites=dict(r["sites"])) for r in self.rows],
+                "notes": list(self.notes)}
 
     def to_json(self, **kwargs):
         """The report as a JSON string (see docs/patching.md for the fields)."""
@@ -70,7 +73,7 @@ class Report:
         data = json.loads(text)
         if data.get("version") != 1:
             raise ValueError(f"softrep.audit: unknown report version {data.get('version')!r}")
-        return cls(data["ops"])
+        return cls(data["ops"], data.get("notes"))
 
     def __eq__(self, other):
         return isinstance(other, Report) and self.to_dict() == other.to_dict()
@@ -103,6 +106,7 @@ class Report:
         lines.append(f"{len(self.rows)} distinct ops, {total} calls: " + (
             "all reproducible (through softrep or exact by IEEE)" if bad == 0
             else f"{bad} not reproducible"))
+        lines.extend(self.notes)
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -117,7 +121,7 @@ class AuditMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        cls, _, reason = ops.classify(func, args, kwargs)
+        cls, _, reason = ops.classify_call(func, args, kwargs)
         phase, site = sites.current_site()
         self.report.record(str(func), cls, reason, phase, site)
         return func(*args, **kwargs)
@@ -133,30 +137,41 @@ def forward_stacks():
             yield
 
 
-def audit(model_or_fn, *example_inputs, backward=True):
+NO_BACKWARD_NOTE = "No backward audited: no output requires grad."
+
+
+def audit(model_or_fn, *example_inputs, backward=None):
     """Run `model_or_fn(*example_inputs)` once (and its backward) and report every aten op.
 
     The backward is that of the sum of the outputs: every floating output that
     requires grad gets a gradient of ones (passed in, so that no extra op is
     recorded).  When the model returns a 0-d loss this is the loss's backward.
+    backward=None (the default) audits the backward when an output requires
+    grad and otherwise says in the report (`notes`) that there was none;
+    backward=True requires one (ValueError if no output requires grad);
+    backward=False audits the forward only.
     Gradients accumulated into the parameters of an nn.Module by the audit are
     put back as they were.  Returns a `Report`.
     """
+    if backward is not None and not isinstance(backward, bool):
+        raise TypeError(f"softrep.audit: argument 'backward' must be None or a bool, got {type(backward).__name__}")
     if not callable(model_or_fn):
         raise TypeError(f"softrep.audit: argument 'model_or_fn' must be callable, got {type(model_or_fn).__name__}")
     params = list(model_or_fn.parameters()) if isinstance(model_or_fn, torch.nn.Module) else []
     saved_grads = [p.grad for p in params]
     report = Report()
     try:
-        with forward_stacks() if backward else contextlib.nullcontext():
+        with forward_stacks() if backward is not False else contextlib.nullcontext():
             with AuditMode(report):
                 out = model_or_fn(*example_inputs)
-            if backward:
-                outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad
-                        and (t.is_floating_point() or t.is_complex())]
-                if not outs:
-                    raise ValueError("softrep.audit: backward=True but no output requires grad "
-                                     "(give inputs or parameters with requires_grad=True, or backward=False)")
+            outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad
+                    and (t.is_floating_point() or t.is_complex())]
+            if backward and not outs:
+                raise ValueError("softrep.audit: backward=True but no output requires grad "
+                                 "(give inputs or parameters with requires_grad=True, or backward=None)")
+            if backward is None and not outs:
+                report.notes.append(NO_BACKWARD_NOTE)
+            if backward is not False and outs:
                 ones = [torch.ones_like(t) for t in outs]
                 with AuditMode(report):
                     torch.autograd.backward(outs, ones)

@@ -22,8 +22,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_leaves, tree_unflatten
 
+from ...ops.generator import follow_torch_manual_seed
 from . import ops
 from . import sites
+
+# torch.manual_seed(s) also rewinds the Philox stream that torch's random ops use
+# under the mode (softrep.ops.generator.torch_stream), so that seeding twice with
+# the same value restarts the draws, as it does for torch's own generator.
+follow_torch_manual_seed()
 
 
 class NotReproducibleError(RuntimeError):
@@ -58,7 +64,9 @@ class reproducible(TorchDispatchMode):  # noqa: N801  (used like torch.no_grad)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        cls, rule, reason = ops.classify(func, args, kwargs)
+        cls, rule, reason = ops.classify_call(func, args, kwargs)
+        if cls == ops.REPRODUCIBLE and rule is None:  # inside softrep's own op: its own torch call
+            return func(*args, **kwargs)
         if cls == ops.REPRODUCIBLE:
             self.counts[str(func)] += 1
             # the mode is off inside its handler, so softrep's ops run plainly here;
@@ -75,6 +83,9 @@ class reproducible(TorchDispatchMode):  # noqa: N801  (used like torch.no_grad)
                 warnings.warn(f"{name} at {site} is not reproducible ({reason}); running torch's kernel",
                               NotReproducibleWarning, stacklevel=2)
         return func(*args, **kwargs)
+
+
+ops.new_mode = lambda: reproducible(True)
 
 
 class _UnderMode(torch.autograd.Function):

@@ -41,6 +41,34 @@ def _short(filename, line):
     return f"{name}:{line}"
 
 
+_TORCH_DIR = os.path.normcase(os.path.realpath(os.path.dirname(torch.__file__))) + os.sep
+_STDLIB_DIR = os.path.normcase(os.path.realpath(sysconfig.get_paths()["stdlib"])) + os.sep
+_SOFTREP_DIR = os.path.normcase(os.path.realpath(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))) + os.sep
+_SOFTREP_TOOLS_DIR = _SOFTREP_DIR + "tools" + os.sep
+
+
+def softrep_caller():
+    """The module path (e.g. 'softrep/nn/functional/sparse.py') when the innermost
+    frame outside torch belongs to softrep's own ops (any package but
+    softrep/tools), else None.  softrep's ops use some torch ops that are exact
+    only by the way softrep calls them (an index_put_ whose positions are distinct
+    by construction); their bits are those softrep's own tests pin on the CPU and
+    the CUDA simulator."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<"):
+            path = os.path.normcase(os.path.realpath(name))
+            if path.startswith(_SOFTREP_DIR):
+                if not path.startswith(_SOFTREP_TOOLS_DIR):
+                    return "softrep/" + os.path.relpath(path, _SOFTREP_DIR).replace(os.sep, "/")
+            elif not path.startswith((_TORCH_DIR, _STDLIB_DIR)):
+                return None
+        frame = frame.f_back
+    return None
+
+
 def forward_site():
     """file:line of the innermost user frame of the current Python stack, or '?'."""
     frame = sys._getframe(1)
