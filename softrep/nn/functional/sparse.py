@@ -51,7 +51,7 @@ def _scatter_sum(src, index, num_rows):
     if bool(single.any()):  # the sum of one term is the term
         one = single[slot]
         out[dest[one]] = src[source[one]]
-    bucket = torch.ceil(torch.log2(counts.to(torch.float64))).to(torch.int64)  # exact for counts < 2^52
+    bucket = _ceil_log2(counts)  # rows of similar length are padded and summed together
     for b in torch.unique(bucket[~single]).tolist():
         members = torch.nonzero((bucket == b) & ~single).squeeze(1)  # slots of this bucket
         width = int(counts[members].max())
@@ -61,6 +61,15 @@ def _scatter_sum(src, index, num_rows):
         padded = torch.full((members.numel(), width, D), -0.0, dtype=src.dtype, device=src.device)
         padded[local[slot[take]], rank[take]] = src[source[take]]  # distinct places: a copy
         out[rows[members]] = R.sum(padded, dim=1)
+    return out
+
+
+def _ceil_log2(n):
+    """ceil(log2(n)) of positive int64 counts, with integer shifts only."""
+    v, out = n - 1, torch.zeros_like(n)
+    while bool((v > 0).any()):
+        out += (v > 0).to(n.dtype)
+        v = v >> 1
     return out
 
 
