@@ -1063,6 +1063,8 @@ def main(argv=None):
     if args.hash or args.record_hash:
         return _main_hash(names, args.record_hash)
     names, skipped = plan(names, args.exhaustive)
+    if args.func != "all" and skipped:
+        raise SystemExit(f"verify: {args.func}: {skipped[args.func]}")
     for name, why in skipped.items():
         print(f"verify: skipped {name}: {why}")
     if args.measure_reference:
