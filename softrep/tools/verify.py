@@ -321,7 +321,7 @@ REFERENCES = {
     "sinh": _libm("libm sinh", _libm_sinh, _mp("sinh")),
     "cosh": _libm("libm cosh", _libm_cosh, _mp("cosh"), positive=True),
     "tanh": _libm("libm tanh", _libm_tanh, _mp("tanh")),
-    "sigmoid": _libm("1 / (1 + libm exp(-x))", _libm_sigmoid, _mp_sigmoid, mpfr_error=2, positive=True),
+    "sigmoid": _libm("libm exp: e^x / (1 + e^x), x < 0; 1 / (1 + e^-x)", _libm_sigmoid, _mp_sigmoid, mpfr_error=2, positive=True),
     "sin": _libm("libm sin", _libm_sin, _mp("sin")),
     "cos": _libm("libm cos", _libm_cos, _mp("cos")),
     "tan": _libm("libm tan", _libm_tan, _mp("tan")),
