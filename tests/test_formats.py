@@ -150,7 +150,8 @@ def test_verify_formats_reference_against_the_rational_reference():
     modes through it) on specials and values near every format's grid, sign of zero
     and canonical NaN included."""
     rng = np.random.Generator(np.random.PCG64(9))
-    bits = np.concatenate([special_float32_bits(), rng.integers(0, 2**32, size=3000, dtype=np.uint64).astype(np.uint32)])
+    random = rng.integers(0, 2**32, size=3000, dtype=np.uint64).astype(np.uint32)
+    bits = np.concatenate([special_float32_bits(), random])
     with np.errstate(invalid="ignore"):  # signalling NaNs
         x = bits.view(np.float32).astype(np.float64).tolist()
     for fmt in REFERENCE_DTYPE:

@@ -924,8 +924,10 @@ def pair_inputs(name, random_pairs=2**16, per_combination=1, seed=0):
     ey = np.tile(np.repeat(ey.ravel(), per_combination), 4)
     n = ex.size
     signs = np.repeat(np.arange(4, dtype=np.uint32), n // 4)
-    gx = ((signs & np.uint32(1)) << np.uint32(31)) | (ex << np.uint32(23)) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
-    gy = ((signs >> np.uint32(1)) << np.uint32(31)) | (ey << np.uint32(23)) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    gx = (((signs & np.uint32(1)) << np.uint32(31)) | (ex << np.uint32(23))
+          | rng.integers(0, 1 << 23, n, dtype=np.uint32))
+    gy = (((signs >> np.uint32(1)) << np.uint32(31)) | (ey << np.uint32(23))
+          | rng.integers(0, 1 << 23, n, dtype=np.uint32))
     # results in range: |x| = 2^u with u uniform in [-149, 128), y = t / u, t uniform in (-160, 160)
     u = rng.uniform(-149, 128, random_pairs)
     ax = np.exp2(u).astype(np.float32)

@@ -333,8 +333,8 @@ def main(argv=None):
                                   file=sys.stderr, flush=True)
                 else:
                     rng = np.random.Generator(np.random.PCG64(args.seed))
-                    bits = np.concatenate([rng.integers(0, 1 << 32, size=args.samples, dtype=np.uint64).astype(np.uint32),
-                                           special_float32_bits()])
+                    random = rng.integers(0, 1 << 32, size=args.samples, dtype=np.uint64).astype(np.uint32)
+                    bits = np.concatenate([random, special_float32_bits()])
                     mismatches, ex = check_conversion(bits, fmt, mode)
                     examples = list(ex)
                     checked = bits.size
