@@ -2,7 +2,9 @@
 
 Inputs come from numpy's PCG64 (its stream is specified and platform
 independent) drawn as raw bit patterns, so they include subnormals, infinities
-and NaNs.  Every backend -- the CPU, the CUDA simulator, a real GPU, another
+and NaNs, or are stored as bits (`from_bits`).  They are never computed with
+torch arithmetic (torch.softmax, torch.randn, ...): torch does not promise the
+same bits on every platform, and a golden input must not depend on one.  Every backend -- the CPU, the CUDA simulator, a real GPU, another
 CPU architecture -- must reproduce the same hashes.
 
 Regenerate after an intentional algorithm change with
@@ -40,6 +42,12 @@ def normal_tensor(seed, shape, dtype=torch.float32, scale=1.0):
     arr = (rng.standard_normal(int(np.prod(shape))) * scale).astype(
         np.float32 if dtype == torch.float32 else np.float64)
     return torch.from_numpy(arr).reshape(shape)
+
+
+def from_bits(bits, shape):
+    """A float32 tensor with the given bit patterns: golden inputs that no platform's
+    arithmetic can change."""
+    return torch.from_numpy(np.array(bits, dtype=np.uint32).view(np.float32).copy()).reshape(shape)
 
 
 def digest(t):

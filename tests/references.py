@@ -58,6 +58,20 @@ def same_bits(a, b):
     return np.array(a).tobytes() == np.array(b).tobytes()
 
 
+CANONICAL_NAN_BITS = {np.dtype(np.float32): 0x7FC00000, np.dtype(np.float64): 0x7FF8000000000000}
+
+
+def identical_bits(got, want):
+    """Bitwise equality of softrep's result `got` with the reference `want` (numpy
+    scalars of one dtype): the sign of zero counts, and a NaN result must be the
+    canonical NaN of the dtype whatever NaN the reference holds."""
+    got, want = np.asarray(got), np.asarray(want)
+    if math.isnan(want):
+        uint = np.uint32 if got.dtype == np.float32 else np.uint64
+        return int(got.view(uint)) == CANONICAL_NAN_BITS[got.dtype]
+    return got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
 # The sum order of docs/order.md ("Reductions"): blocks of SUM_BLOCK terms, each
 # added left to right from its first term, then a pairwise tree over the block
 # partials, level by level (an odd last partial moves up unchanged).

@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import softrep
-from softrep.tools.verify_formats import compare_bits, special_float32_bits
+from softrep.tools.verify_formats import compare_bits, reference_conversion, special_float32_bits
 
 from golden import bit_pattern_tensor, check as golden_check
 
@@ -101,11 +101,18 @@ def as_result(r, dtype=np.float32):
 
 
 def assert_matches(got, x_values, refs):
-    for xv, g, r in zip(x_values, got.tolist(), refs):
+    """Bit for bit: a NaN must be the canonical NaN of the dtype, and a zero result has
+    the sign of the input (zeros and values rounded to zero keep their sign)."""
+    dt, ut, nan = ((np.float32, np.uint32, 0x7FC00000) if got.dtype == torch.float32
+                   else (np.float64, np.uint64, 0x7FF8000000000000))
+    for xv, g, r in zip(x_values, got.numpy().view(ut).tolist(), refs):
         if isinstance(r, float) and math.isnan(r):
-            assert math.isnan(g), (xv, g, r)
+            want = nan
         else:
-            assert g == as_result(r), (xv, g, r)
+            v = as_result(r)
+            v = math.copysign(0.0, xv) if v == 0 else v
+            want = int(np.array(v, dt).view(ut))
+        assert g == want, (xv, hex(g), hex(want), r)
 
 
 # ---------------------------------------------------------------------------- ml_dtypes
@@ -120,8 +127,49 @@ def test_nearest_matches_ml_dtypes_sample(fmt):
     got = softrep.round_to(torch.from_numpy(x), fmt).numpy()
     with np.errstate(all="ignore"):
         ref = x.astype(REFERENCE_DTYPE[fmt]).astype(np.float32)
+    ref[np.isnan(ref)] = np.uint32(0x7FC00000).view(np.float32)  # NaN results must be canonical
     count, where = compare_bits(got, ref)
     assert count == 0, [hex(int(b)) for b in bits[where[:5]]]
+
+
+@pytest.mark.parametrize("mode", DETERMINISTIC)
+@pytest.mark.parametrize("fmt", list(REFERENCE_DTYPE))
+def test_every_mode_matches_the_verify_formats_reference(fmt, mode):
+    """`verify-formats`'s reference (ml_dtypes' nearest value and the encoding's
+    neighbours) in every mode, bit for bit, on random patterns and specials."""
+    rng = np.random.Generator(np.random.PCG64(20261201))
+    bits = np.concatenate([rng.integers(0, 2**32, size=50_000, dtype=np.uint64).astype(np.uint32),
+                           special_float32_bits()])
+    got = softrep.round_to(torch.from_numpy(bits.view(np.float32)), fmt, mode).numpy()
+    count, where = compare_bits(got, reference_conversion(bits, fmt, mode))
+    assert count == 0, [hex(int(b)) for b in bits[where[:5]]]
+
+
+def test_verify_formats_reference_against_the_rational_reference():
+    """The `verify-formats` reference agrees with the exact-rational one (and MPFR's
+    modes through it) on specials and values near every format's grid, sign of zero
+    and canonical NaN included."""
+    rng = np.random.Generator(np.random.PCG64(9))
+    random = rng.integers(0, 2**32, size=3000, dtype=np.uint64).astype(np.uint32)
+    bits = np.concatenate([special_float32_bits(), random])
+    with np.errstate(invalid="ignore"):  # signalling NaNs
+        x = bits.view(np.float32).astype(np.float64).tolist()
+    for fmt in REFERENCE_DTYPE:
+        p, emax, emin, max_sig, has_inf = PARAMS[fmt]
+        for mode in DETERMINISTIC:
+            got = torch.from_numpy(reference_conversion(bits, fmt, mode))
+            refs = [math.nan if math.isnan(v) else
+                    (math.copysign(math.inf if has_inf else math.nan, v) if math.isinf(v) else
+                     reference_round(Fraction(v), p, emax, emin, mode, True, max_sig, has_inf))
+                    for v in x]
+            assert_matches(got, x, refs)
+
+
+def test_compare_bits_counts_nan_payloads_and_signed_zeros():
+    a = np.array([0.0, np.nan, 1.0], np.float32)
+    b = np.array([-0.0, np.nan, 1.0], np.float32)
+    b[1:2].view(np.uint32)[0] = 0x7FC00001
+    assert compare_bits(a, b)[0] == 2
 
 
 @pytest.mark.parametrize("fmt", ["bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"])
@@ -144,8 +192,8 @@ def test_float64_input_rounds_once():
     assert got == [float.fromhex("0x1.4ep+24"), float.fromhex("0x1.4ap-3")]
     rng = np.random.Generator(np.random.PCG64(5))
     x = rng.standard_normal(3000) * np.exp2(rng.integers(-140, 140, size=3000))
-    got = softrep.round_to(torch.from_numpy(x), "bfloat16").tolist()
-    assert got == [float(reference_round(Fraction(v), 8, 127, -126, "nearest")) for v in x.tolist()]
+    got = softrep.round_to(torch.from_numpy(x), "bfloat16")
+    assert_matches(got, x.tolist(), [reference_round(Fraction(v), 8, 127, -126, "nearest") for v in x.tolist()])
 
 
 # ---------------------------------------------------------------------------- MPFR and exact rationals

@@ -10,6 +10,7 @@ values, special values, both ends of every binade, every entry of the
 function's exception table and the saved hard cases.
 """
 
+import importlib
 import os
 import sys
 
@@ -17,6 +18,7 @@ import gmpy2
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import softrep
 from softrep.ops.math import FUNCTIONS
@@ -67,7 +69,7 @@ def special_values():
 
 
 def table_inputs(name):
-    module = sys.modules[f"softrep.ops.math.{name}"]
+    module = importlib.import_module(f"softrep.algorithms.math.{name}")
     keys = getattr(module, "_KEYS", np.zeros(0, np.uint32))
     keys = keys[keys != 0xFFFFFFFF]
     return np.concatenate([keys, keys | np.uint32(0x80000000)]).view(np.float32)
@@ -106,8 +108,7 @@ def test_unary_against_mpfr(name, backend):
 def test_saved_hard_cases(name, backend):
     backend("cpu")
     xs, want = hard_cases(name)
-    if xs.size == 0:
-        pytest.skip(f"no hard cases saved for {name} (run the exhaustive verifier)")
+    assert xs.size > 0, f"no hard cases saved for {name} (run `python -m softrep verify {name} --exhaustive`)"
     got = run_op(name, xs)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(hex(xs[i:i + 1].view(np.uint32)[0]), hex(got[i]), hex(want[i])) for i in bad[:5]]
@@ -117,7 +118,7 @@ def test_saved_hard_cases(name, backend):
 
 def test_exception_tables_hold_mpfr_values():
     for name in ["sin", "cos", "tan", "atan", "erf", "erfc"]:
-        module = sys.modules[f"softrep.ops.math.{name}"]
+        module = importlib.import_module(f"softrep.algorithms.math.{name}")
         keys, values = module._KEYS, module._VALUES
         assert np.all(np.diff(keys.astype(np.int64)) > 0), name  # sorted: binary search
         live = keys != 0xFFFFFFFF
@@ -157,6 +158,40 @@ def check_binary(name, xs, ys):
     want = np.array([_mpfr_binary(name, x, y) for x, y in zip(xs, ys)], np.uint32)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(float(xs[i]), float(ys[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+
+
+def binary_hard_cases(name):
+    """(xs, ys, expected bits) saved in tests/data/mathlib_hard_cases/<name>.txt."""
+    rows = [line.split() for line in open(os.path.join(HARD_DIR, f"{name}.txt"))
+            if line.strip() and not line.startswith("#")]
+    cols = np.array([[int(v, 16) for v in r[:3]] for r in rows], np.uint32)
+    return cols[:, 0].view(np.float32), cols[:, 1].view(np.float32), cols[:, 2]
+
+
+@pytest.mark.parametrize("name", ["pow", "hypot"])
+def test_binary_saved_hard_cases(name, backend):
+    """Every saved hard pair (CORE-MATH's worst cases, exact ties, near-midpoint
+    searches) gives the saved correctly rounded bits; a sample of those is MPFR's."""
+    backend("cpu")
+    xs, ys, want = binary_hard_cases(name)
+    assert xs.size > 1000
+    got = run_binary(name, xs, ys)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(float(xs[i]), float(ys[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+    step = max(1, xs.size // 150)
+    check_binary(name, xs[::step], ys[::step])
+
+
+@pytest.mark.parametrize("name", ["pow", "hypot"])
+def test_binary_verifier_sampled(name, backend):
+    """`python -m softrep verify pow` / `hypot` on a small sample: special pairs, the
+    hard cases, every combination of signs and binades, pairs in range."""
+    from softrep.tools import verify as V
+
+    backend("cpu")
+    result = V.run(name, sample=5000, seed=7, progress=False, save=False)
+    assert result.checked > 300_000
+    assert result.proven, V.report(result)
 
 
 SPECIAL_PAIRS = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0,
@@ -221,9 +256,6 @@ def test_hypot_random_and_ties(backend):
     check_binary("hypot", a * 2.0**-160, b * 2.0**-160)
     check_binary("hypot", np.full(50, 3e38), rng.uniform(0, 3e38, 50))
 
-
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
 float32s = st.floats(width=32, allow_nan=True, allow_infinity=True)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import softrep  # noqa: F401
 from softrep.primitives import rounding as R
 from softrep.cpu import launch as cpu_launch
-from references import mpfr_op, same_bits
+from references import identical_bits, mpfr_op, same_bits
 from strategies import floats
 
 OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "sqrt": 1, "fma": 3}
@@ -38,7 +38,7 @@ def _run_cpu(op, rounding, dtype, rows):
 def _check(op, rounding, dtype, rows, results):
     for args, got in zip(rows, results):
         want = mpfr_op(op, args, dtype, rounding)
-        assert same_bits(dtype(got), want), (
+        assert identical_bits(dtype(got), want), (
             f"{op}_{SUFFIXES[rounding]}{tuple(float(a) for a in args)} = {got!r}, MPFR says {want!r}")
 
 
@@ -130,8 +130,8 @@ def test_hand_picked_cases(op, args, rounding):
     want = mpfr_op(op, args, dtype, rounding)
     got_cpu = _run_cpu(op, rounding, dtype, [args])[0]
     got_py = R.primitive(op, rounding)(*args)
-    assert same_bits(got_cpu, want), f"CPU {op}{args} {rounding}: {got_cpu!r} != {want!r}"
-    assert same_bits(got_py, want), f"Python {op}{args} {rounding}: {got_py!r} != {want!r}"
+    assert identical_bits(got_cpu, want), f"CPU {op}{args} {rounding}: {got_cpu!r} != {want!r}"
+    assert identical_bits(got_py, want), f"Python {op}{args} {rounding}: {got_py!r} != {want!r}"
 
 
 def test_cpu_does_not_contract_mul_add():

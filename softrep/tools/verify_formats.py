@@ -1,12 +1,17 @@
 """`verify-formats`: check softrep's low-precision rounding against independent references.
 
-    python -m softrep.tools.verify_formats [--exhaustive] [--backend cpu|cuda] [--bf16-ops]
-                                  [--samples N] [--bf16-ops-rows N] [--chunk-bits B]
+    python -m softrep.tools.verify_formats [--exhaustive] [--backend cpu|cuda] [--modes M,...]
+                                  [--bf16-ops] [--samples N] [--bf16-ops-rows N] [--chunk-bits B]
 
 Conversions (always): float32 -> bfloat16, float16, float8_e4m3fn, float8_e5m2,
-rounding to nearest, compared bit for bit with ml_dtypes (numpy's float16 for
-float16), NaN matching any NaN.  `--exhaustive` takes all 2**32 float32 bit
-patterns; otherwise N random bit patterns plus special values.
+in every deterministic rounding (`--modes`, default all six), compared bit for
+bit with `reference_conversion`: ml_dtypes (numpy for float16) gives the
+nearest value, the format's encoding the two neighbours, exact float64
+comparisons the choice, and docs/lowprecision.md's overflow rule the values
+beyond the largest finite one.  Bit for bit means a NaN result must be the
+canonical 0x7FC00000 and the sign of zero counts.  `--exhaustive` takes all
+2**32 float32 bit patterns; otherwise N random bit patterns plus special
+values.
 
 `--bf16-ops`: add and mul of bfloat16 pairs, in every deterministic rounding,
 against a reference written separately (Numba, scalar): the exact sum
@@ -59,20 +64,96 @@ def special_float32_bits():
 
 
 def compare_bits(got, ref):
-    """Number of mismatches between two float32 arrays (NaN matches any NaN)."""
-    differ = np.flatnonzero(got.view(np.uint32) != ref.view(np.uint32))
-    bad = differ[~(np.isnan(got[differ]) & np.isnan(ref[differ]))]
+    """Number of mismatches between two float32 arrays, bit for bit (a NaN matches only
+    the same NaN: the reference gives the canonical 0x7FC00000; the sign of zero counts)."""
+    bad = np.flatnonzero(got.view(np.uint32) != ref.view(np.uint32))
     return int(bad.size), bad
 
 
-def check_conversion(bits, fmt):
-    """(mismatches, first bad bit patterns) for float32 patterns `bits` -> fmt."""
+_CANONICAL_NAN = np.uint32(0x7FC00000)
+_UINT = {1: np.uint8, 2: np.uint16}
+
+
+def _grid_step(values, dt, up):
+    """The neighbour of each finite value (an array of the format's numpy dtype) on the
+    format's grid toward +inf (up) or -inf, from the sign-magnitude encoding: a
+    magnitude step is an integer step of the code.  Up from +-0 is the smallest
+    positive subnormal, down from +-0 the smallest negative one; a negative value
+    stepping up to magnitude 0 gives -0 (the sign of a value rounded to zero)."""
+    u = _UINT[dt.itemsize]
+    code = values.view(u).astype(np.int64)
+    sign = 1 << (8 * dt.itemsize - 1)
+    neg = (code & sign) != 0
+    mag = code & (sign - 1)
+    away = neg != up  # the step increases the magnitude (positive up, negative down)
+    new = np.where(away, code + 1, code - 1)
+    new = np.where(mag == 0, 1 if up else sign | 1, new)
+    return new.astype(u).view(dt)
+
+
+def reference_conversion(bits, fmt, mode):
+    """float32 bit patterns `bits` rounded to `fmt` in `mode`, as float32 values (NaN:
+    the canonical 0x7FC00000), following docs/lowprecision.md "Roundings": ml_dtypes
+    (numpy for float16) gives the nearest value, the format's encoding the neighbours
+    lo < v < hi, and exact float64 comparisons the choice; above the largest finite
+    value, the overflow rule."""
+    dt = np.dtype(_reference_dtype(fmt))
+    info = np.finfo(dt) if fmt == "float16" else __import__("ml_dtypes").finfo(dt)
+    maxf = float(info.max)
+    p = int(info.nmant) + 1
+    spacing = 2.0 ** (math.floor(math.log2(maxf)) - (p - 1))  # grid step above the largest binade
+    threshold = maxf + spacing / 2  # ties between the largest finite value and the next (unbounded) one
+    max_odd = (int(np.array(maxf, dt).view(_UINT[dt.itemsize])) & 1) == 1
+    overflow_value = np.inf if fmt != "float8_e4m3fn" else np.nan
+    x = bits.view(np.float32)
+    with np.errstate(invalid="ignore"):  # signalling NaN inputs
+        xd = x.astype(np.float64)
+    finite = np.isfinite(xd) & (np.abs(xd) <= maxf)
+    with np.errstate(all="ignore"):
+        n = x.astype(dt)
+    nd = n.astype(np.float64)
+    exact = finite & (nd == xd)
+    lo_n = np.where(nd < xd, n, _grid_step(np.where(finite, n, np.zeros_like(n)), dt, up=False))
+    hi_n = np.where(nd > xd, n, _grid_step(np.where(finite, n, np.zeros_like(n)), dt, up=True))
+    lo, hi = lo_n.astype(np.float64), hi_n.astype(np.float64)
+    pos = xd > 0
+    if mode == "nearest":
+        res = nd
+    elif mode == "nearest_away":
+        tie = xd == (lo + hi) / 2  # exact in float64: lo and hi have at most 11 significant bits
+        res = np.where(tie, np.where(pos, hi, lo), nd)
+    elif mode == "down":
+        res = lo
+    elif mode == "up":
+        res = hi
+    elif mode == "zero":
+        res = np.where(pos, lo, hi)
+    elif mode == "odd":
+        lo_odd = (lo_n.view(_UINT[dt.itemsize]) & 1) == 1
+        res = np.where(lo_odd, lo, hi)
+    else:
+        raise ValueError(f"reference_conversion: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    res = np.where(exact, xd, res)
+    # |v| above the largest finite value: the unbounded rounding is max or beyond
+    big = np.isfinite(xd) & (np.abs(xd) > maxf)
+    a = np.abs(xd)
+    beyond = {"nearest": (a > threshold) | ((a == threshold) & max_odd),
+              "nearest_away": a >= threshold,
+              "down": ~pos, "up": pos, "zero": np.zeros_like(pos), "odd": np.zeros_like(pos)}[mode]
+    res = np.where(big, np.where(beyond, np.copysign(overflow_value, xd), np.copysign(maxf, xd)), res)
+    res = np.where(np.isinf(xd), np.copysign(overflow_value, xd), res)  # infinities stay (NaN in e4m3fn)
+    res = np.where(np.isnan(xd), np.nan, res)
+    out = res.astype(np.float32)
+    return np.where(np.isnan(out), _CANONICAL_NAN.view(np.float32), out).astype(np.float32)
+
+
+def check_conversion(bits, fmt, mode="nearest"):
+    """(mismatches, first bad bit patterns) for float32 patterns `bits` -> fmt in `mode`."""
     from ..ops import lowp
 
     x = bits.view(np.float32)
-    got = lowp.round_to(torch.from_numpy(x), fmt).numpy()
-    with np.errstate(all="ignore"):
-        ref = x.astype(_reference_dtype(fmt)).astype(np.float32)
+    got = lowp.round_to(torch.from_numpy(x), fmt, mode).numpy()
+    ref = reference_conversion(bits, fmt, mode)
     count, where = compare_bits(got, ref)
     return count, bits[where[:5]]
 
@@ -201,6 +282,8 @@ def main(argv=None):
     parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--samples", type=int, default=1_000_000, help="random inputs without --exhaustive")
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="conversion roundings, comma-separated subset of " + ",".join(MODES))
     parser.add_argument("--no-conversions", action="store_true", help="skip the conversion checks")
     parser.add_argument("--bf16-ops", action="store_true", help="check bfloat16 add and mul of all pairs")
     parser.add_argument("--bf16-ops-rows", type=int, default=65536,
@@ -223,33 +306,40 @@ def main(argv=None):
 
     if not args.no_conversions:
         formats = [f for f in args.formats.split(",") if f]
+        modes = [m for m in args.modes.split(",") if m]
         for fmt in formats:
             if fmt not in FORMATS:
                 parser.error(f"unknown format {fmt!r}")
-            start = time.perf_counter()
-            mismatches, examples, checked = 0, [], 0
-            if args.exhaustive:
-                chunk = 1 << args.chunk_bits
-                offsets = np.arange(chunk, dtype=np.uint32)
-                bar = tqdm(range(0, 1 << 32, chunk), desc=f"float32 -> {fmt}", unit="chunk")
-                for lo in bar:
-                    bits = offsets + np.uint32(lo)
-                    n, ex = check_conversion(bits, fmt)
-                    mismatches += n
-                    examples += list(ex)
-                    checked += bits.size
-                    bar.set_postfix(checked=checked, mismatches=mismatches)
-                    if n:
-                        print(f"MISMATCH {fmt}: chunk {lo:#x}: {[hex(int(b)) for b in ex]}", file=sys.stderr, flush=True)
-            else:
-                rng = np.random.Generator(np.random.PCG64(args.seed))
-                bits = np.concatenate([rng.integers(0, 1 << 32, size=args.samples, dtype=np.uint64).astype(np.uint32),
-                                       special_float32_bits()])
-                mismatches, ex = check_conversion(bits, fmt)
-                examples = list(ex)
-                checked = bits.size
-            record(f"float32 -> {fmt}, nearest", checked, mismatches, start,
-                   f"first inputs {[hex(int(b)) for b in examples[:5]]}")
+        for mode in modes:
+            if mode not in MODES:
+                parser.error(f"--modes: unknown rounding {mode!r}; use {', '.join(MODES)}")
+        for fmt in formats:
+            for mode in modes:
+                start = time.perf_counter()
+                mismatches, examples, checked = 0, [], 0
+                if args.exhaustive:
+                    chunk = 1 << args.chunk_bits
+                    offsets = np.arange(chunk, dtype=np.uint32)
+                    bar = tqdm(range(0, 1 << 32, chunk), desc=f"float32 -> {fmt} {mode}", unit="chunk")
+                    for lo in bar:
+                        bits = offsets + np.uint32(lo)
+                        n, ex = check_conversion(bits, fmt, mode)
+                        mismatches += n
+                        examples += list(ex)
+                        checked += bits.size
+                        bar.set_postfix(checked=checked, mismatches=mismatches)
+                        if n:
+                            print(f"MISMATCH {fmt} {mode}: chunk {lo:#x}: {[hex(int(b)) for b in ex]}",
+                                  file=sys.stderr, flush=True)
+                else:
+                    rng = np.random.Generator(np.random.PCG64(args.seed))
+                    random = rng.integers(0, 1 << 32, size=args.samples, dtype=np.uint64).astype(np.uint32)
+                    bits = np.concatenate([random, special_float32_bits()])
+                    mismatches, ex = check_conversion(bits, fmt, mode)
+                    examples = list(ex)
+                    checked = bits.size
+                record(f"float32 -> {fmt}, {mode}", checked, mismatches, start,
+                       f"first inputs {[hex(int(b)) for b in examples[:5]]}")
     if args.bf16_ops:
         all_rows = bf16_values()
         nrows = max(1, min(args.bf16_ops_rows, 65536))
