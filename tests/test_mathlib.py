@@ -188,8 +188,11 @@ def test_cbrt_reference_is_within_half_an_ulp():
 
 
 def test_hash_file_covers_every_function():
+    """Every function has a recorded output hash, or is listed as pending (its
+    2^32-input hash not computed yet; docs/mathlib.md says which)."""
     data = V.load_hashes()
-    assert set(data["sha256"]) == set(M.FUNCTIONS)
+    hashed, pending = set(data["sha256"]), set(data.get("pending", ()))
+    assert hashed | pending == set(M.FUNCTIONS) and not hashed & pending
     assert all(len(h) == 64 and int(h, 16) >= 0 for h in data["sha256"].values())
 
 
