@@ -118,10 +118,16 @@ def test_vmap_elementwise_and_math(dtype):
     check_vmap(lambda a: softrep.add(a, 1.0, format="bfloat16"), (0,), x)
 
 
-def test_vmap_stochastic_rounding_raises():
+def test_vmap_random_ops_raise():
     x = t(13, 3, 4)
     with pytest.raises(RuntimeError, match="vmap"):
         vmap(lambda a: softrep.add(a, 1.0, format="bfloat16", rounding="stochastic"))(x)
+    with pytest.raises(RuntimeError, match="softrep.dropout.*vmap"):
+        vmap(lambda a: F.dropout(a, 0.5))(x)
+    with pytest.raises(RuntimeError, match="softrep.dropout.*vmap"):
+        vmap(lambda a: F.scaled_dot_product_attention(a, a, a, dropout_p=0.1))(x.reshape(3, 2, 2))
+    # eval mode draws nothing and is a plain function of the input
+    check_vmap(lambda a: F.dropout(a, 0.5, training=False), (0,), x)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -134,18 +134,21 @@ class Conv2dFunction(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         x, w, bias, stride, pads, dilation, groups = inputs
-        ctx.save_for_backward(x, w)
-        ctx.conf = (stride, pads, dilation, groups, bias is not None)
+        ctx.save_for_backward(w, x)
+        xpad_shape = (*x.shape[:2], x.shape[2] + sum(pads[0]), x.shape[3] + sum(pads[1]))
+        ctx.conf = (x.shape, xpad_shape, stride, pads, dilation, groups, bias is not None)
 
     @staticmethod
     def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        stride, pads, dilation, groups, has_bias = ctx.conf
+        # The second saved tensor is the input x, or the padded input itself
+        # (softrep.tools.dispatch calls this backward with one).
+        w, x_or_xpad = ctx.saved_tensors
+        x_shape, xpad_shape, stride, pads, dilation, groups, has_bias = ctx.conf
         n, c_out, oh, ow = g.shape
         c_g, kh, kw = w.shape[1:]
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            hp, wp = x.shape[2] + sum(pads[0]), x.shape[3] + sum(pads[1])
+            hp, wp = xpad_shape[2:]
             zh, zw = (kh - 1) * dilation[0], (kw - 1) * dilation[1]
             gz = _insert_zeros(g, stride)
             w_t = (w.flip(2, 3).reshape(groups, c_out // groups, c_g, kh, kw)
@@ -154,11 +157,12 @@ class Conv2dFunction(torch.autograd.Function):
             # after: the stride-1 convolution of the module docstring
             gz_pads = ((zh, hp - gz.shape[2]), (zw, wp - gz.shape[3]))
             gxpad = Conv2dFunction.apply(gz, w_t, None, (1, 1), gz_pads, dilation, groups)
-            gx = gxpad[:, :, pads[0][0]:pads[0][0] + x.shape[2], pads[1][0]:pads[1][0] + x.shape[3]]
+            gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
         if ctx.needs_input_grad[1]:
             g_g = g.reshape(n, groups, c_out // groups, oh * ow).permute(1, 2, 0, 3).reshape(
                 groups, c_out // groups, n * oh * ow)
-            xpad = F.pad(x, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+            xpad = x_or_xpad if tuple(x_or_xpad.shape) == tuple(xpad_shape) else \
+                F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
             cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
             gw = bmm(g_g, cols.transpose(1, 2)).reshape(w.shape)
         if has_bias and ctx.needs_input_grad[2]:
