@@ -385,7 +385,8 @@ def test_inputs_not_modified():
     (lambda: P.linear(torch.ones(2, 3), torch.ones(4, 5)), ValueError, ["'input'", "'weight'"]),
     (lambda: P.linear(torch.ones(2, 3), torch.ones(4, 3), torch.ones(5)), ValueError, ["'bias'"]),
     (lambda: P.addmm(torch.ones(3, 3), torch.ones(2, 4), torch.ones(4, 3)), ValueError, ["'input'"]),
-    (lambda: P.addmm(torch.ones(3), torch.ones(2, 4), torch.ones(4, 3), beta=2), NotImplementedError, ["beta"]),
+    (lambda: P.addmm(torch.ones(3), torch.ones(2, 4), torch.ones(4, 3), beta="2"), TypeError, ["'beta'"]),
+    (lambda: P.addmm(torch.ones(3), torch.ones(2, 4), torch.ones(4, 3), alpha=True), TypeError, ["'alpha'"]),
     (lambda: P.mm([[1.0]], torch.ones(1, 1)), TypeError, ["'input'"]),
 ])
 def test_bad_input(call, exc, words):

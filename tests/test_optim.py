@@ -87,6 +87,53 @@ def test_adam_exact_order(decoupled):
         assert p[i].detach().numpy().tobytes() == np.array(x).tobytes(), i
 
 
+def _documented_power(base, n):
+    """b^n as docs/training.md writes it: the bits of n from the lowest, the
+    result times the running square where a bit is set (binary64)."""
+    result, square = 1.0, base
+    for bit in bin(n)[2:][::-1]:
+        if bit == "1":
+            result *= square
+        square *= square
+    return result
+
+
+@pytest.mark.parametrize("decoupled", [False, True])
+def test_adam_amsgrad_exact_order(decoupled):
+    """amsgrad: denom from max(max_v, v), the running maximum of the second
+    moments; gradients shrinking by 8x per step with b2 = 0.5 make v fall, so
+    the maximum is taken from the past at the later steps."""
+    p0 = normal_tensor(7, (5,))
+    grads = [normal_tensor(8 + k, (5,)) * 8.0 ** -k for k in range(4)]
+    lr, b1, b2, eps, wd = 1e-2, 0.9, 0.5, 1e-8, 0.1
+    p = torch.nn.Parameter(p0.clone())
+    cls = softrep.optim.AdamW if decoupled else softrep.optim.Adam
+    opt = cls([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd, amsgrad=True)
+    for g in grads:
+        p.grad = g.clone()
+        opt.step()
+    took_past = 0
+    for i in range(5):
+        x, m, v, vmax = F32(p0[i]), F32(0), F32(0), F32(0)
+        for step, g in enumerate(grads, start=1):
+            g = F32(g[i])
+            if decoupled:
+                x = _op("mul", x, F32(1.0 - lr * wd))
+            else:
+                g = _op("fma", x, F32(wd), g)
+            m = _op("fma", _op("sub", g, m), F32(1 - b1), m)
+            v = _op("fma", _op("mul", g, g), F32(1 - b2), _op("mul", v, F32(b2)))
+            took_past += bool(vmax > v)
+            vmax = max(vmax, v)
+            step_size = lr / (1.0 - _documented_power(b1, step))
+            bc2_sqrt = math.sqrt(1.0 - _documented_power(b2, step))
+            denom = _op("add", _op("div", _op("sqrt", vmax), F32(bc2_sqrt)), F32(eps))
+            x = _op("fma", _op("div", m, denom), F32(-step_size), x)
+        assert p[i].detach().numpy().tobytes() == np.array(x).tobytes(), i
+        assert opt.state[p]["max_exp_avg_sq"][i].numpy().tobytes() == np.array(vmax).tobytes(), i
+    assert took_past > 0
+
+
 CONFIGS = [
     (lambda ps: torch.optim.SGD(ps, lr=0.05), lambda ps: softrep.optim.SGD(ps, lr=0.05)),
     (lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.1, weight_decay=1e-2),
@@ -96,6 +143,10 @@ CONFIGS = [
     (lambda ps: torch.optim.Adam(ps, lr=1e-2, weight_decay=1e-2),
      lambda ps: softrep.optim.Adam(ps, lr=1e-2, weight_decay=1e-2)),
     (lambda ps: torch.optim.AdamW(ps, lr=1e-2), lambda ps: softrep.optim.AdamW(ps, lr=1e-2)),
+    (lambda ps: torch.optim.Adam(ps, lr=1e-2, betas=(0.8, 0.6), amsgrad=True),
+     lambda ps: softrep.optim.Adam(ps, lr=1e-2, betas=(0.8, 0.6), amsgrad=True)),
+    (lambda ps: torch.optim.AdamW(ps, lr=1e-2, betas=(0.8, 0.6), amsgrad=True, maximize=True),
+     lambda ps: softrep.optim.AdamW(ps, lr=1e-2, betas=(0.8, 0.6), amsgrad=True, maximize=True)),
 ]
 
 
@@ -189,8 +240,8 @@ def test_thread_counts_bit_identical():
 
 def test_bad_arguments():
     p = [torch.nn.Parameter(torch.ones(2))]
-    with pytest.raises(NotImplementedError, match="amsgrad"):
-        softrep.optim.Adam(p, amsgrad=True)
+    with pytest.raises(TypeError, match="'amsgrad'"):
+        softrep.optim.Adam(p, amsgrad="yes")
     with pytest.raises(ValueError, match="'lr'"):
         softrep.optim.SGD(p, lr=-1.0)
     with pytest.raises(ValueError, match="'nesterov'"):

@@ -42,8 +42,13 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
     `outputs` and `inputs` are lists of tensors (outputs already allocated on
     the inputs' device).  `cpu_launcher(*out_arrays, *in_arrays, *args)` gets
     numpy views; `cuda_launcher(stream, *out_arrays, *in_arrays, *args)` gets
-    device arrays (numpy arrays under the simulator).
+    device arrays (numpy arrays under the simulator).  On meta tensors nothing
+    runs: the outputs are already meta tensors of the right shape and dtype.
     """
+    if any(t.is_meta for t in (*outputs, *inputs)):
+        # Meta tensors carry shapes and dtypes, no values: the outputs already
+        # have theirs, so shape propagation launches no kernel.
+        return
     kind = select(*inputs, *outputs)
     if kind == "cpu" or (kind == "cuda" and SIMULATOR):
         host_out = [t if not t.is_cuda else torch.empty(t.shape, dtype=t.dtype) for t in outputs]

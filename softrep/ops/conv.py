@@ -33,10 +33,10 @@ import numbers
 import torch
 import torch.nn.functional as F
 
-from . import backend
+from . import backend, batching
 from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
-from .products import bmm_forward, check_operands
+from .products import bmm, check_operands
 from .summation import sum_to_shape
 
 
@@ -101,40 +101,83 @@ def _im2col(xpad, kernel, stride, dilation, groups):
     return cols.view(n, groups, kk, oh * ow).permute(1, 2, 0, 3).reshape(groups, kk, n * oh * ow)
 
 
+def _conv2d_forward(x, w, bias, stride, pads, dilation, groups):
+    xpad = F.pad(x.detach(), (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+    return _conv2d_core(xpad, w.detach(), None if bias is None else bias.detach(), stride, dilation, groups)
+
+
+def _insert_zeros(g, stride):
+    """g (N, C, OH, OW) with (stride - 1) zeros (+0) between neighbours along H and W."""
+    for axis, s in ((2, stride[0]), (3, stride[1])):
+        if s > 1:
+            length = g.shape[axis]
+            spread = torch.stack([g] + [torch.zeros_like(g)] * (s - 1), dim=axis + 1)
+            shape = list(g.shape)
+            shape[axis] = length * s
+            g = spread.reshape(shape).narrow(axis, 0, (length - 1) * s + 1)
+    return g
+
+
 class Conv2dFunction(torch.autograd.Function):
+    """Forward: the implicit GEMM of the module docstring.  Backward: grad_input
+    is itself a Conv2dFunction (of the zero-inserted gradient) and grad_weight a
+    batched product of softrep.ops.products, so gradients of any order, and
+    torch.func transforms of the backward, are softrep ops.
+
+    vmap: with the weight and bias unbatched the samples fold into the batch
+    dim N (each output element is computed alone); otherwise one call per sample."""
+
     @staticmethod
-    def forward(ctx, x, w, bias, stride, pads, dilation, groups):
-        xpad = F.pad(x.detach(), (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
-        out = _conv2d_core(xpad, w.detach(), None if bias is None else bias.detach(), stride, dilation, groups)
-        ctx.save_for_backward(w, xpad)
-        ctx.conf = (x.shape, xpad.shape, stride, pads, dilation, groups, bias is not None)
-        return out
+    def forward(x, w, bias, stride, pads, dilation, groups):
+        return _conv2d_forward(x, w, bias, stride, pads, dilation, groups)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w, bias, stride, pads, dilation, groups = inputs
+        ctx.save_for_backward(w, x)
+        xpad_shape = (*x.shape[:2], x.shape[2] + sum(pads[0]), x.shape[3] + sum(pads[1]))
+        ctx.conf = (x.shape, xpad_shape, stride, pads, dilation, groups, bias is not None)
 
     @staticmethod
     def backward(ctx, g):
-        w, xpad = ctx.saved_tensors
+        # The second saved tensor is the input x, or the padded input itself
+        # (softrep.tools.dispatch calls this backward with one).
+        w, x_or_xpad = ctx.saved_tensors
         x_shape, xpad_shape, stride, pads, dilation, groups, has_bias = ctx.conf
-        g = g.contiguous()
         n, c_out, oh, ow = g.shape
         c_g, kh, kw = w.shape[1:]
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
             hp, wp = xpad_shape[2:]
             zh, zw = (kh - 1) * dilation[0], (kw - 1) * dilation[1]
-            gz = g.new_zeros((n, c_out, hp + zh, wp + zw))
-            gz[:, :, zh:zh + (oh - 1) * stride[0] + 1:stride[0], zw:zw + (ow - 1) * stride[1] + 1:stride[1]] = g
-            w_t = (w.detach().flip(2, 3).reshape(groups, c_out // groups, c_g, kh, kw)
+            gz = _insert_zeros(g, stride)
+            w_t = (w.flip(2, 3).reshape(groups, c_out // groups, c_g, kh, kw)
                    .transpose(1, 2).reshape(groups * c_g, c_out // groups, kh, kw))
-            gxpad = _conv2d_core(gz, w_t, None, (1, 1), dilation, groups)
-            gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]].contiguous()
+            # gz padded with zh (zw) zeros before and up to the padded input's size
+            # after: the stride-1 convolution of the module docstring
+            gz_pads = ((zh, hp - gz.shape[2]), (zw, wp - gz.shape[3]))
+            gxpad = Conv2dFunction.apply(gz, w_t, None, (1, 1), gz_pads, dilation, groups)
+            gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
         if ctx.needs_input_grad[1]:
-            g_g = g.view(n, groups, c_out // groups, oh * ow).permute(1, 2, 0, 3).reshape(
+            g_g = g.reshape(n, groups, c_out // groups, oh * ow).permute(1, 2, 0, 3).reshape(
                 groups, c_out // groups, n * oh * ow)
+            xpad = x_or_xpad if tuple(x_or_xpad.shape) == tuple(xpad_shape) else \
+                F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
             cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
-            gw = bmm_forward(g_g, cols.transpose(1, 2)).reshape(w.shape)
+            gw = bmm(g_g, cols.transpose(1, 2)).reshape(w.shape)
         if has_bias and ctx.needs_input_grad[2]:
             gb = sum_to_shape(g, (1, c_out, 1, 1)).reshape(c_out)  # softrep.sum over (n, oh, ow)
         return gx, gw, gb, None, None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, w, bias, stride, pads, dilation, groups):
+        dx, dw, db = in_dims[:3]
+        if dw is None and db is None:
+            x = batching.front(x, dx)
+            size, n = x.shape[0], x.shape[1]
+            out = _conv2d_forward(x.reshape(size * n, *x.shape[2:]), w, bias, stride, pads, dilation, groups)
+            return out.reshape(size, n, *out.shape[1:]), 0
+        return batching.per_sample(_conv2d_forward, info, in_dims, x, w, bias, stride, pads, dilation, groups)
 
 
 def _conv(fn, dims, input, weight, bias, stride, padding, dilation, groups, padding_mode):

@@ -13,7 +13,7 @@ their shape with `softrep.sum`, in the order documented in docs/order.md.
 import torch
 
 from ..algorithms import elementwise as arith
-from . import backend, lowp
+from . import backend, batching, lowp
 from ..primitives import rounding as R
 from .memory import empty
 from .summation import sum_to_shape
@@ -51,15 +51,19 @@ def _reduce_to_input(grad, shape):
 class Elementwise(torch.autograd.Function):
     """Autograd function for every elementwise op: `forward(inputs)` computes the
     result (no autograd), `spec.backward` gives the input gradients of the exact
-    operation."""
+    operation.  Written in torch.func's form (forward without ctx, setup_context,
+    vmap), so torch.func.grad, vmap, jacrev work on every elementwise op."""
 
     @staticmethod
-    def forward(ctx, spec, forward, *inputs):
-        out = forward(inputs)
+    def forward(spec, forward, *inputs):
+        return forward(inputs)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        spec, _, *tensors = inputs
         ctx.spec = spec
-        ctx.shapes = [t.shape for t in inputs]
-        ctx.save_for_backward(*inputs, out)
-        return out
+        ctx.shapes = [t.shape for t in tensors]
+        ctx.save_for_backward(*tensors, output)
 
     @staticmethod
     def backward(ctx, grad):
@@ -68,6 +72,15 @@ class Elementwise(torch.autograd.Function):
         grads = [_reduce_to_input(g, s) if ctx.needs_input_grad[i + 2] else None
                  for i, (g, s) in enumerate(zip(grads, ctx.shapes))]
         return (None, None, *grads)
+
+    @staticmethod
+    def vmap(info, in_dims, spec, forward, *inputs):
+        # Each element is computed alone: the batch dim goes first (the
+        # samples' own dims stay right-aligned for broadcasting) and the op
+        # runs once over the whole batch.
+        if getattr(forward, "draws_random", False):
+            batching.no_randomness(spec.name, info)
+        return forward(batching.aligned(inputs, in_dims[2:])), 0
 
 
 class ElementwiseSpec:
@@ -109,12 +122,21 @@ SPECS = {
                   lambda g, out, x: (div(g, mul(out, 2.0)),)),
     "neg": ElementwiseSpec("neg", ("input",), _exact(arith.neg), lambda g, out, x: (neg(g),)),
     "abs": ElementwiseSpec("abs", ("input",), _exact(arith.absolute),
-                 lambda g, out, x: (mul(g, _apply("sign", arith.sign, ("input",), [x])),)),
+                 lambda g, out, x: (mul(g, _sign(x)),)),
     "square": ElementwiseSpec("square", ("input",), _kernels("square", arith),
                     lambda g, out, x: (mul(g, mul(x, 2.0)),)),
     "reciprocal": ElementwiseSpec("reciprocal", ("input",), _kernels("reciprocal", arith),
                         lambda g, out, x: (neg(mul(g, mul(out, out))),)),
 }
+
+
+# sign(x), a constant of abs's backward (detached: no gradient flows through
+# it); not a public op, so not in SPECS.
+_SIGN = ElementwiseSpec("sign", ("input",), _exact(arith.sign), lambda g, out, x: (torch.zeros_like(g),))
+
+
+def _sign(x):
+    return _SIGN.apply("rn", [x.detach()])
 
 
 def _op(name, operands, rounding):
@@ -133,6 +155,7 @@ def emulated(op, inputs, format, rounding="nearest", generator=None, *, saturate
     exact operation (docs/order.md, elementwise backward table).
     """
     tensors, forward = lowp.elementwise_forward(op, inputs, format, rounding, generator, saturate=saturate)
+    forward.draws_random = rounding == "stochastic"
     return Elementwise.apply(SPECS[op], forward, *tensors)
 
 

@@ -11,9 +11,12 @@ Backward passes are softrep products:
   documented sum (`softrep.ops.reduction.sum_to_shape`).
 """
 
+import numbers
+
 import torch
 
-from . import backend
+from . import backend, batching
+from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
 from ..cuda import linalg as cuda_linalg
 from .memory import empty
@@ -58,11 +61,10 @@ def _check_inner(fn, name_a, ka, name_b, kb):
             f"softrep.{fn}: inner dimensions do not match: '{name_a}' has {ka} columns but '{name_b}' has {kb} rows")
 
 
-def _check_scale(fn, beta, alpha):
-    if beta != 1 or alpha != 1:
-        raise NotImplementedError(
-            f"softrep.{fn}: only beta=1 and alpha=1 are implemented (got beta={beta}, alpha={alpha}); "
-            "scale the operands explicitly with softrep.mul to choose where the extra rounding goes")
+def _check_scale(fn, name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"softrep.{fn}: argument '{name}' must be a real number, got {type(value).__name__}")
+    return float(value)
 
 
 # --------------------------------------------------------------------------- kernel
@@ -90,13 +92,21 @@ def _mm(a, b, addend=None):
 
 
 class _MM(torch.autograd.Function):
-    """a (M, K) @ b (K, N) [+ addend broadcastable to (M, N)]."""
+    """a (M, K) @ b (K, N) [+ addend broadcastable to (M, N)].
+
+    vmap: every output element is its own fma chain, so the samples run as one
+    batched product (a batched `a` alone folds into rows) with the bits of each
+    sample alone."""
 
     @staticmethod
-    def forward(ctx, a, b, addend):
+    def forward(a, b, addend):
+        return _mm(a, b, addend)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        a, b, addend = inputs
         ctx.save_for_backward(a, b)
         ctx.addend_shape = None if addend is None else addend.shape
-        return _mm(a, b, addend)
 
     @staticmethod
     def backward(ctx, g):
@@ -106,14 +116,31 @@ class _MM(torch.autograd.Function):
         gc = sum_to_shape(g, ctx.addend_shape) if ctx.needs_input_grad[2] else None
         return ga, gb, gc
 
+    @staticmethod
+    def vmap(info, in_dims, a, b, addend):
+        da, db, dc = in_dims
+        size = info.batch_size
+        a, b = batching.batched(a, da, size), batching.batched(b, db, size)
+        m, k, n = a.shape[1], a.shape[2], b.shape[2]
+        if db is None and dc is None:
+            # rows are independent chains: fold the batch into the rows
+            return _mm(a.reshape(size * m, k), b[0], addend).reshape(size, m, n), 0
+        if dc is not None:
+            c = addend.movedim(dc, 0)
+            addend = c.reshape(size, *([1] * (3 - c.dim())), *c.shape[1:])
+        return bmm_forward(a, b, addend), 0
+
 
 class _BMM(torch.autograd.Function):
     """a (B, M, K) @ b (B, K, N)."""
 
     @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+    def forward(a, b):
         return bmm_forward(a, b)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
 
     @staticmethod
     def backward(ctx, g):
@@ -121,6 +148,21 @@ class _BMM(torch.autograd.Function):
         ga = _BMM.apply(g, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
         gb = _BMM.apply(a.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+    @staticmethod
+    def vmap(info, in_dims, a, b):
+        size = info.batch_size
+        a, b = batching.batched(a, in_dims[0], size), batching.batched(b, in_dims[1], size)
+        nb, m, k, n = a.shape[1], a.shape[2], a.shape[3], b.shape[3]
+        return bmm_forward(a.reshape(size * nb, m, k), b.reshape(size * nb, k, n)).reshape(size, nb, m, n), 0
+
+
+def _broadcast_bmm(a, b):
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    a3 = a.detach().expand(*batch, m, k).reshape(-1, m, k)
+    b3 = b.detach().expand(*batch, k, n).reshape(-1, k, n)
+    return bmm_forward(a3, b3).reshape(*batch, m, n)
 
 
 class _BroadcastBMM(torch.autograd.Function):
@@ -131,13 +173,12 @@ class _BroadcastBMM(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, a, b):
-        batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        ctx.save_for_backward(a, b)
-        a3 = a.detach().expand(*batch, m, k).reshape(-1, m, k)
-        b3 = b.detach().expand(*batch, k, n).reshape(-1, k, n)
-        return bmm_forward(a3, b3).reshape(*batch, m, n)
+    def forward(a, b):
+        return _broadcast_bmm(a, b)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
 
     @staticmethod
     def backward(ctx, g):
@@ -148,6 +189,11 @@ class _BroadcastBMM(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             gb = sum_to_shape(_BroadcastBMM.apply(a.transpose(-1, -2), g), b.shape)
         return ga, gb
+
+    @staticmethod
+    def vmap(info, in_dims, a, b):
+        # the vmapped dim becomes one more (leading) batch dim of the broadcast
+        return _broadcast_bmm(*batching.aligned([a, b], in_dims)), 0
 
 
 # --------------------------------------------------------------------------- low precision
@@ -295,13 +341,17 @@ def linear(input, weight, bias=None, *, input_format=None, accumulate_format=Non
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """mat1 @ mat2 + input, the addend (broadcast to (M, N)) added once with add_rn after the chain.
+    """beta * input + alpha * (mat1 @ mat2), like torch.addmm (docs/order.md, "Matrix products").
 
-    Only beta=1, alpha=1: any scaling is an extra rounding whose place the
-    caller should choose.
+    With chain the product's fma chain and alpha, beta rounded to the dtype:
+    out = add_rn(mul_rn(alpha, chain), mul_rn(beta, input)), a factor 1 being
+    no operation (so beta = alpha = 1 is add_rn(chain, input)).  As in torch,
+    beta = 0 ignores `input` and alpha = 0 ignores the product, NaN and inf
+    included; the ignored operands get no gradient.
     """
     check_operands("addmm", input=input, mat1=mat1, mat2=mat2)
-    _check_scale("addmm", beta, alpha)
+    beta = _check_scale("addmm", "beta", beta)
+    alpha = _check_scale("addmm", "alpha", alpha)
     _check_rank("addmm", "mat1", mat1, (2,))
     _check_rank("addmm", "mat2", mat2, (2,))
     _check_inner("addmm", "mat1", mat1.shape[1], "mat2", mat2.shape[0])
@@ -312,4 +362,17 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     except RuntimeError:
         raise ValueError(
             f"softrep.addmm: argument 'input' of shape {tuple(input.shape)} does not broadcast to {shape}") from None
-    return _MM.apply(mat1, mat2, input)
+    if alpha == 0:
+        if beta == 0:
+            return torch.zeros(shape, dtype=input.dtype, device=input.device)
+        # mul_rn(beta, input), broadcast to the output shape by the elementwise op
+        return E.mul(input, torch.full(shape, beta, dtype=input.dtype, device=input.device))
+    if beta == 0:
+        out = _MM.apply(mat1, mat2, None)
+    else:
+        addend = input if beta == 1 else E.mul(input, beta)
+        if alpha == 1:
+            return _MM.apply(mat1, mat2, addend)  # the kernel's add_rn(chain, addend)
+        out = _MM.apply(mat1, mat2, None)
+    out = out if alpha == 1 else E.mul(out, alpha)
+    return out if beta == 0 else E.add(out, addend)

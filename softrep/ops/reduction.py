@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from . import backend
+from . import backend, batching
 from . import elementwise as E
 from .summation import (SumFunction, as_rows, check_dtype, check_input, reduced_dims, reduction_shapes, scalar_as_1d,
                         sum, sum_raw, sum_rows, sum_to_shape)
@@ -33,28 +33,39 @@ def _extreme_raw(fn, x, dims, keepdim, largest):
     return values.reshape(out_shape), indices.reshape(out_shape)
 
 
+def _var_raw(x, dims, correction, keepdim):
+    out_shape, _, n = reduction_shapes(x, dims, keepdim)
+    mean_keep = E.div(sum_raw(x, dims, True), float(n))
+    squares = sum_rows(as_rows(x, dims), mean_keep, centered=True)
+    return E.div(squares, float(max(n - correction, 0))).reshape(out_shape)
+
+
 class _Var(torch.autograd.Function):
-    """Two-pass variance; backward: mul(div(mul(g, 2), dof), sub(x, mean))."""
+    """Two-pass variance; backward: mul(div(mul(g, 2), dof), sub(x, mean)), the
+    mean recomputed from x (the forward's bits, through a differentiable mean,
+    so that double backward works)."""
 
     @staticmethod
-    def forward(ctx, x, dims, correction, keepdim):
-        out_shape, keep, n = reduction_shapes(x, dims, keepdim)
-        mean_keep = E.div(sum_raw(x, dims, True), float(n))
-        squares = sum_rows(as_rows(x, dims), mean_keep, centered=True)
-        dof = max(n - correction, 0)
-        var = E.div(squares, float(dof)).reshape(out_shape)
-        ctx.save_for_backward(x, mean_keep)
-        ctx.keep, ctx.dof, ctx.dims = keep, float(dof), dims
-        return var
+    def forward(x, dims, correction, keepdim):
+        return _var_raw(x, dims, correction, keepdim)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, dims, correction, keepdim = inputs
+        _, keep, n = reduction_shapes(x, dims, keepdim)
+        ctx.save_for_backward(x)
+        ctx.keep, ctx.dof, ctx.dims = keep, float(max(n - correction, 0)), dims
 
     @staticmethod
     def backward(ctx, g):
-        x, mean_keep = ctx.saved_tensors
-        if torch.is_grad_enabled():
-            # double backward: the same bits, but through a differentiable mean
-            mean_keep = mean(x, ctx.dims, keepdim=True)
+        (x,) = ctx.saved_tensors
+        mean_keep = mean(x, ctx.dims, keepdim=True)
         scale = E.div(E.mul(g.reshape(ctx.keep), 2.0), ctx.dof)
         return E.mul(scale, E.sub(x, mean_keep)), None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, dims, correction, keepdim):
+        return _var_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), correction, keepdim), 0
 
 
 class _Extreme(torch.autograd.Function):
@@ -62,12 +73,15 @@ class _Extreme(torch.autograd.Function):
     to the result, mul(div(g, count), mask), as torch does."""
 
     @staticmethod
-    def forward(ctx, x, dims, keepdim, largest, fn):
-        values, _ = _extreme_raw(fn, x, dims, keepdim, largest)
+    def forward(x, dims, keepdim, largest, fn):
+        return _extreme_raw(fn, x, dims, keepdim, largest)[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, dims, keepdim, _, _ = inputs
         ctx.dims, ctx.keepdim = dims, keepdim
         ctx.keep = reduction_shapes(x, dims, keepdim)[1]
-        ctx.save_for_backward(x, values)
-        return values
+        ctx.save_for_backward(x, output)
 
     @staticmethod
     def backward(ctx, g):
@@ -75,6 +89,32 @@ class _Extreme(torch.autograd.Function):
         mask = (x == values.reshape(ctx.keep)).to(x.dtype)  # IEEE equality: -0 == +0, NaN matches nothing
         count = sum(mask, ctx.dims, keepdim=True)  # a sum of 0s and 1s: exact
         return E.mul(E.div(g.reshape(ctx.keep), count), mask), None, None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, dims, keepdim, largest, fn):
+        x = batching.front(x, in_dims[0])
+        return _extreme_raw(fn, x, batching.shift_dims(dims), keepdim, largest)[0], 0
+
+
+class _ArgExtreme(torch.autograd.Function):
+    """argmax / argmin (integer indices: no gradient)."""
+
+    @staticmethod
+    def forward(x, dims, keepdim, largest, fn):
+        return _extreme_raw(fn, x, dims, keepdim, largest)[1]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, dims, keepdim, largest, fn):
+        x = batching.front(x, in_dims[0])
+        return _extreme_raw(fn, x, batching.shift_dims(dims), keepdim, largest)[1], 0
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -140,7 +180,7 @@ def _arg_extreme(fn, input, dim, keepdim, largest):
     dims = reduced_dims(fn, input, dim)
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
-    return _extreme_raw(fn, x, dims, keepdim and input.dim() > 0, largest)[1]
+    return _ArgExtreme.apply(x, dims, keepdim and input.dim() > 0, largest, fn)
 
 
 def argmax(input, dim=None, keepdim=False):

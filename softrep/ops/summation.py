@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from . import backend
+from . import backend, batching
 from .validate import FLOAT_DTYPES, normalize_dim
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
@@ -105,30 +105,50 @@ def sum_raw(x, dims, keepdim):
 
 
 class SumFunction(torch.autograd.Function):
-    """sum over `dims`; backward: the gradient broadcast back (no arithmetic)."""
+    """sum over `dims`; backward: the gradient broadcast back (no arithmetic).
+    vmap: the batch dim is a kept dim, so each sample's rows are reduced in the
+    order of their own length (the bits of the sample alone)."""
 
     @staticmethod
-    def forward(ctx, x, dims, keepdim):
-        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
+    def forward(x, dims, keepdim):
         return sum_raw(x, dims, keepdim)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, dims, keepdim = inputs
+        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
 
     @staticmethod
     def backward(ctx, g):
         return _Broadcast.apply(g, ctx.dims, ctx.keepdim, ctx.shape), None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, dims, keepdim):
+        return sum_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), keepdim), 0
 
 
 class _Broadcast(torch.autograd.Function):
     """g (the result of reducing `dims`) expanded to `shape`; backward: sum."""
 
     @staticmethod
-    def forward(ctx, g, dims, keepdim, shape):
-        ctx.dims, ctx.keepdim = dims, keepdim
+    def forward(g, dims, keepdim, shape):
         keep = tuple(1 if d in dims else s for d, s in enumerate(shape))
         return g.reshape(keep).expand(shape)
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, dims, keepdim, _ = inputs
+        ctx.dims, ctx.keepdim = dims, keepdim
+
+    @staticmethod
     def backward(ctx, gg):
         return SumFunction.apply(gg, ctx.dims, ctx.keepdim), None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, g, dims, keepdim, shape):
+        g = batching.front(g, in_dims[0])
+        keep = tuple(1 if d in dims else s for d, s in enumerate(shape))
+        return g.reshape(g.shape[0], *keep).expand(g.shape[0], *shape), 0
 
 
 # --------------------------------------------------------------------------- public ops

@@ -1,5 +1,5 @@
 # softrep: no kernels
-"""Adam and AdamW with torch's formulas and defaults (amsgrad not implemented)."""
+"""Adam and AdamW with torch's formulas and defaults, amsgrad included."""
 
 import math
 
@@ -27,8 +27,8 @@ class Adam(Optimizer):
         for i, beta in enumerate(betas):
             if check_float(name, f"betas[{i}]", beta) >= 1.0:
                 raise ValueError(f"softrep.optim.{name}: invalid value for argument 'betas[{i}]': {beta}")
-        if amsgrad:
-            raise NotImplementedError(f"softrep.optim.{name}: amsgrad=True is not implemented yet")
+        if not isinstance(amsgrad, bool):
+            raise TypeError(f"softrep.optim.{name}: argument 'amsgrad' must be a bool, got {type(amsgrad).__name__}")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
@@ -38,13 +38,13 @@ class Adam(Optimizer):
             self._check_flags(group)
 
     def _update(self, group, p, grad, state):
-        if group["amsgrad"]:
-            raise NotImplementedError(f"softrep.optim.{self._name}: amsgrad=True is not implemented yet")
         if not state:
             # torch keeps `step` as a float32 scalar tensor (exact up to 2^24 steps).
             state["step"] = torch.tensor(0.0, dtype=torch.float32)
             state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         # Not in place: a loaded state_dict may share its tensors with another optimizer.
         state["step"] = state["step"] + 1
         step = int(state["step"].item())
@@ -64,6 +64,10 @@ class Adam(Optimizer):
         # Host scalars in binary64 (IEEE ops; the power by squaring), then rounded to p's dtype by the op.
         step_size = lr / (1.0 - pow_by_squaring(beta1, step))
         bias_correction2_sqrt = math.sqrt(1.0 - pow_by_squaring(beta2, step))
+        if group["amsgrad"]:
+            # the largest second moment so far: a selection (exact; NaN propagates, as torch.maximum)
+            v = torch.maximum(state["max_exp_avg_sq"], v)
+            state["max_exp_avg_sq"] = v
         denom = add(div(sqrt(v), bias_correction2_sqrt), eps)
         return fma(div(m, denom), -step_size, p)
 

@@ -16,6 +16,7 @@ compositions whose backward is the autograd of their softrep ops.  Selections
 
 import torch
 
+from ...ops import batching
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
@@ -43,14 +44,38 @@ def _shift(x, dim):
     return E.sub(x, m)
 
 
+def _softmax_forward(x, dim):
+    e = M.exp(_shift(x.detach(), dim))
+    return E.div(e, R.sum(e, dim, keepdim=True))
+
+
+def _log_softmax_forward(x, dim):
+    z = _shift(x.detach(), dim)
+    return E.sub(z, M.log(R.sum(M.exp(z), dim, keepdim=True)))
+
+
+def _logsumexp_forward(x, dims, keepdim):
+    xd = x.detach()
+    m = R.amax(xd, dims, keepdim=True)
+    # as torch: an infinite max is replaced by 0, so that all -inf rows give -inf
+    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    out = E.add(m, M.log(R.sum(M.exp(E.sub(xd, m)), dims, keepdim=True)))
+    return out if keepdim else out.squeeze(dims)
+
+
+# The vmap rules below put the batch dim first and shift the softmax dims by
+# one: each row is reduced in the order of its own length, so every sample
+# gets its own bits.
+
 class SoftmaxFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, dim):
-        e = M.exp(_shift(x.detach(), dim))
-        out = E.div(e, R.sum(e, dim, keepdim=True))
-        ctx.dim = dim
-        ctx.save_for_backward(out)
-        return out
+    def forward(x, dim):
+        return _softmax_forward(x, dim)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.dim = inputs[1]
+        ctx.save_for_backward(output)
 
     @staticmethod
     def backward(ctx, g):
@@ -59,15 +84,20 @@ class SoftmaxFunction(torch.autograd.Function):
         s = R.sum(E.mul(g, out), ctx.dim, keepdim=True)
         return E.mul(out, E.sub(g, s)), None
 
+    @staticmethod
+    def vmap(info, in_dims, x, dim):
+        return _softmax_forward(batching.front(x, in_dims[0]), dim + 1), 0
+
 
 class LogSoftmaxFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, dim):
-        z = _shift(x.detach(), dim)
-        out = E.sub(z, M.log(R.sum(M.exp(z), dim, keepdim=True)))
-        ctx.dim = dim
-        ctx.save_for_backward(out)
-        return out
+    def forward(x, dim):
+        return _log_softmax_forward(x, dim)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.dim = inputs[1]
+        ctx.save_for_backward(output)
 
     @staticmethod
     def backward(ctx, g):
@@ -75,27 +105,37 @@ class LogSoftmaxFunction(torch.autograd.Function):
         # sub(g, mul(exp(out), sum(g, dim)))
         return E.sub(g, E.mul(M.exp(out), R.sum(g, ctx.dim, keepdim=True))), None
 
+    @staticmethod
+    def vmap(info, in_dims, x, dim):
+        return _log_softmax_forward(batching.front(x, in_dims[0]), dim + 1), 0
+
 
 class _LogSumExp(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, dims, keepdim):
-        xd = x.detach()
-        m = R.amax(xd, dims, keepdim=True)
-        # as torch: an infinite max is replaced by 0, so that all -inf rows give -inf
-        m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-        out = E.add(m, M.log(R.sum(M.exp(E.sub(xd, m)), dims, keepdim=True)))
+    def forward(x, dims, keepdim):
+        return _logsumexp_forward(x, dims, keepdim)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, dims, keepdim = inputs
         ctx.dims, ctx.keepdim = dims, keepdim
-        ctx.save_for_backward(xd, out)
-        return out if keepdim else out.squeeze(dims)
+        ctx.save_for_backward(x, output)
 
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
+        # x and the result are constants of the backward, as they always were
+        x, out = x.detach(), out.detach()
         if not ctx.keepdim:
             for d in sorted(ctx.dims):
                 g = g.unsqueeze(d)
+                out = out.unsqueeze(d)
         # mul(g, exp(sub(x, out)))
         return E.mul(g, M.exp(E.sub(x, out))), None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, dims, keepdim):
+        return _logsumexp_forward(batching.front(x, in_dims[0]), batching.shift_dims(dims), keepdim), 0
 
 
 def _one_dim(fn, input, dim):
@@ -188,23 +228,35 @@ def _store_inplace(fn, input, out, inplace):
     return input.copy_(out)  # copy_ passes the gradient through to `out`
 
 
+# relu and leaky_relu return their backward's mask as a second, non-differentiable
+# output (torch.func's form has no ctx in forward), so that nothing the
+# backward needs is touched when inplace=True overwrites the input.
+
 class _Relu(torch.autograd.Function):
     """torch's relu: x < 0 ? +0 : x (so relu(-0) = -0 and NaN stays NaN, canonical).
     Backward as torch's threshold_backward on the result: g where out > 0 or out
     is NaN, else +0 -- selections, no arithmetic."""
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(x):
         out = torch.where(x < 0, torch.zeros((), dtype=x.dtype, device=x.device), x)
         nan = torch.isnan(x)
         out = out.masked_fill(nan, float("nan"))
-        ctx.save_for_backward((out > 0) | nan)
-        return out
+        return out, (out > 0) | nan
 
     @staticmethod
-    def backward(ctx, g):
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(output[1])
+
+    @staticmethod
+    def backward(ctx, g, _):
         (passes,) = ctx.saved_tensors
         return torch.where(passes, g, torch.zeros((), dtype=g.dtype, device=g.device))
+
+    @staticmethod
+    def vmap(info, in_dims, x):
+        return _Relu.forward(x), (in_dims[0], in_dims[0])  # elementwise: the batch dim stays in place
 
 
 class _LeakyRelu(torch.autograd.Function):
@@ -212,24 +264,31 @@ class _LeakyRelu(torch.autograd.Function):
     the product).  Backward: x > 0 ? g : mul_rn(g, slope)."""
 
     @staticmethod
-    def forward(ctx, x, slope):
+    def forward(x, slope):
         positive = x > 0
-        out = torch.where(positive, x, E.mul(x, slope))
-        ctx.slope = slope
-        ctx.save_for_backward(positive)
-        return out
+        return torch.where(positive, x, E.mul(x, slope)), positive
 
     @staticmethod
-    def backward(ctx, g):
+    def setup_context(ctx, inputs, output):
+        ctx.slope = inputs[1]
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(output[1])
+
+    @staticmethod
+    def backward(ctx, g, _):
         (positive,) = ctx.saved_tensors
         return torch.where(positive, g, E.mul(g, ctx.slope)), None
+
+    @staticmethod
+    def vmap(info, in_dims, x, slope):
+        return _LeakyRelu.forward(x, slope), (in_dims[0], in_dims[0])
 
 
 def relu(input, inplace=False):
     """max(x, 0) as torch computes it (x < 0 ? 0 : x): an exact selection; NaN in,
     canonical NaN out.  `inplace=True` writes the result into `input` and returns it."""
     _check_tensor("relu", input)
-    return _store_inplace("relu", input, _Relu.apply(input), inplace)
+    return _store_inplace("relu", input, _Relu.apply(input)[0], inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -237,7 +296,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     input's dtype (as torch).  Backward: g, or mul_rn(g, slope)."""
     _check_tensor("leaky_relu", input)
     slope = _number("leaky_relu", "negative_slope", negative_slope)
-    return _store_inplace("leaky_relu", input, _LeakyRelu.apply(input, slope), inplace)
+    return _store_inplace("leaky_relu", input, _LeakyRelu.apply(input, slope)[0], inplace)
 
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "silu", "softplus", "mish", "relu", "leaky_relu"]

@@ -18,6 +18,7 @@ import numbers
 
 import torch
 
+from ...ops import batching
 from ...ops import elementwise as E
 from ...ops import reduction as R
 from .activations import softmax
@@ -32,9 +33,17 @@ class _RepeatHeads(torch.autograd.Function):
     with its own sum)."""
 
     @staticmethod
-    def forward(ctx, x, groups):
-        ctx.groups = groups
+    def forward(x, groups):
         return x.repeat_interleave(groups, dim=-3)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.groups = inputs[1]
+
+    @staticmethod
+    def vmap(info, in_dims, x, groups):
+        # dim -3 is a sample dim: a leading batch dim leaves it where it is
+        return batching.front(x, in_dims[0]).repeat_interleave(groups, dim=-3), 0
 
     @staticmethod
     def backward(ctx, g):
@@ -133,13 +142,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                             f"got {attn_mask.dtype}")
     # torch's safe softmax: a row with no finite score gives +0, not NaN.  The row is
     # replaced by zeros before the softmax, so its backward sees no NaN either.
+    # (Applied unconditionally: an all-False mask copies, and no data-dependent
+    # branch stands in the way of torch.func.vmap.)
     empty = (scores == float("-inf")).all(dim=-1, keepdim=True)
-    any_empty = bool(empty.any())
-    if any_empty:
-        scores = scores.masked_fill(empty, 0.0)
-    weights = softmax(scores, -1)
-    if any_empty:
-        weights = weights.masked_fill(empty, 0.0)
+    weights = softmax(scores.masked_fill(empty, 0.0), -1).masked_fill(empty, 0.0)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True, generator=generator)
     return matmul(weights, value)

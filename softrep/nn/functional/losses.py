@@ -17,6 +17,7 @@ import warnings
 
 import torch
 
+from ...ops import batching
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
@@ -97,24 +98,60 @@ def _ignore_index(fn, ignore_index):
     return int(ignore_index)
 
 
-def gather_targets(fn, logp, target, weight, ignore_index, class_dim):
-    """(index, kept, w_t): the class index of every target position (0 where
-    ignored), the mask of kept positions, and each position's weight (weight[t],
-    or 1; 0 where ignored)."""
+def _targets(target, weight, ignore_index, classes, dtype, fn):
     target = target.long()
     kept = target != ignore_index
-    classes = logp.shape[class_dim]
     bad = kept & ((target < 0) | (target >= classes))
     if bool(bad.any()):
         raise IndexError(f"softrep.{fn}: argument 'target' holds {int(target[bad][0])}, out of bounds for "
                          f"{classes} classes (and not ignore_index={ignore_index})")
     index = torch.where(kept, target, torch.zeros_like(target))
-    zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    zero = torch.zeros((), dtype=dtype, device=target.device)
     if weight is None:
-        w_t = torch.where(kept, torch.ones((), dtype=logp.dtype, device=logp.device), zero)
+        w_t = torch.where(kept, torch.ones((), dtype=dtype, device=target.device), zero)
     else:
         w_t = torch.where(kept, weight.detach()[index], zero)
     return index, kept, w_t
+
+
+class _Targets(torch.autograd.Function):
+    """(index, kept, w_t) of `gather_targets`; no gradient.  A Function so that
+    the bounds check sees the plain target tensor under torch.func.vmap too."""
+
+    @staticmethod
+    def forward(target, weight, ignore_index, classes, dtype, fn):
+        return _targets(target, weight, ignore_index, classes, dtype, fn)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(*output)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return None, None, None, None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, target, weight, ignore_index, classes, dtype, fn):
+        if in_dims[1] is not None:
+            return batching.per_sample(_targets, info, in_dims, target, weight, ignore_index, classes, dtype, fn)
+        # elementwise in the target: the batch dim stays in place
+        return _targets(target, weight, ignore_index, classes, dtype, fn), (in_dims[0],) * 3
+
+
+def gather_targets(fn, logp, target, weight, ignore_index, class_dim):
+    """(index, kept, w_t): the class index of every target position (0 where
+    ignored), the mask of kept positions, and each position's weight (weight[t],
+    or 1; 0 where ignored)."""
+    return _Targets.apply(target, weight, ignore_index, logp.shape[class_dim], logp.dtype, fn)
+
+
+def _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction):
+    picked = logp.gather(class_dim, index.unsqueeze(class_dim)).squeeze(class_dim)
+    loss = E.neg(E.mul(picked, w_t) if weighted else picked)
+    loss = torch.where(kept, loss, torch.zeros_like(loss))
+    if reduction == "none":
+        return loss
+    return E.div(R.sum(loss), R.sum(w_t)) if reduction == "mean" else R.sum(loss)
 
 
 class _NLL(torch.autograd.Function):
@@ -122,25 +159,23 @@ class _NLL(torch.autograd.Function):
     weight; +0 where ignored); 'sum': sum(loss); 'mean': div(sum(loss), sum(w_t)).
     Backward (torch's order): coef = neg(div(g, total)) for 'mean', neg(g)
     otherwise, then mul(coef, w_t) with a weight; +0 where ignored; scattered
-    (copied) into zeros at the target classes."""
+    (copied) into zeros at the target classes.  vmap: one call per sample."""
 
     @staticmethod
-    def forward(ctx, logp, index, kept, w_t, weighted, class_dim, reduction):
-        picked = logp.gather(class_dim, index.unsqueeze(class_dim)).squeeze(class_dim)
-        loss = E.neg(E.mul(picked, w_t) if weighted else picked)
-        loss = torch.where(kept, loss, torch.zeros_like(loss))
-        total = R.sum(w_t) if reduction == "mean" else None
-        ctx.save_for_backward(index, kept, w_t, total)
+    def forward(logp, index, kept, w_t, weighted, class_dim, reduction):
+        return _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        logp, index, kept, w_t, weighted, class_dim, reduction = inputs
+        ctx.save_for_backward(index, kept, w_t)
         ctx.meta = (weighted, class_dim, reduction, logp.shape)
-        if reduction == "none":
-            return loss
-        return E.div(R.sum(loss), total) if reduction == "mean" else R.sum(loss)
 
     @staticmethod
     def backward(ctx, g):
-        index, kept, w_t, total = ctx.saved_tensors
+        index, kept, w_t = ctx.saved_tensors
         weighted, class_dim, reduction, shape = ctx.meta
-        coef = E.neg(E.div(g, total) if reduction == "mean" else g)
+        coef = E.neg(E.div(g, R.sum(w_t)) if reduction == "mean" else g)  # the forward's total
         if weighted:
             coef = E.mul(coef, w_t)
         coef = coef.expand(index.shape)
@@ -148,6 +183,10 @@ class _NLL(torch.autograd.Function):
         grad = torch.zeros(shape, dtype=coef.dtype, device=coef.device)
         grad = grad.scatter(class_dim, index.unsqueeze(class_dim), coef.unsqueeze(class_dim))
         return grad, None, None, None, None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        return batching.per_sample(_nll_forward, info, in_dims, *args)
 
 
 def _nll(fn, logp, target, weight, ignore_index, reduction, class_dim):
@@ -281,6 +320,16 @@ def _log_sigmoid(x):
     return E.sub(lower, _log1p_small(M.exp(E.neg(E.abs(x)))))
 
 
+def _bce_forward(x, y, weight, pos_weight, reduction):
+    ls = _log_sigmoid(x)
+    if pos_weight is not None:
+        ls = E.mul(ls, E.add(E.mul(E.sub(pos_weight, 1.0), y), 1.0))
+    loss = E.sub(E.mul(E.sub(1.0, y), x), ls)
+    if weight is not None:
+        loss = E.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
 class _BCEWithLogits(torch.autograd.Function):
     """Forward (torch's order):
         ls   = log_sigmoid(x)
@@ -292,19 +341,21 @@ class _BCEWithLogits(torch.autograd.Function):
         dx = sub(sigmoid(x), y), or with pos_weight t = mul(pos_weight, y):
              sub(mul(sub(add(t, 1), y), sigmoid(x)), t)
         dy = neg(x), or with pos_weight sub(log_sigmoid(neg(x)), mul(log_sigmoid(x), pos_weight))
-        each then mul(., g), mul(., weight), and div(., numel) for 'mean'."""
+        each then mul(., g), mul(., weight), and div(., numel) for 'mean'.
+    vmap: one call per sample."""
 
     @staticmethod
-    def forward(ctx, x, y, weight, pos_weight, reduction):
-        ls = _log_sigmoid(x)
-        if pos_weight is not None:
-            ls = E.mul(ls, E.add(E.mul(E.sub(pos_weight, 1.0), y), 1.0))
-        loss = E.sub(E.mul(E.sub(1.0, y), x), ls)
-        if weight is not None:
-            loss = E.mul(loss, weight)
+    def forward(x, y, weight, pos_weight, reduction):
+        return _bce_forward(x, y, weight, pos_weight, reduction)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, y, weight, pos_weight, ctx.reduction = inputs
         ctx.save_for_backward(x, y, weight, pos_weight)
-        ctx.reduction = reduction
-        return _reduce(loss, reduction)
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        return batching.per_sample(_bce_forward, info, in_dims, *args)
 
     @staticmethod
     def backward(ctx, g):

@@ -27,6 +27,7 @@ import numbers
 
 import torch
 
+from ...ops import batching
 from ...ops import elementwise as E
 from ...ops import reduction as R
 
@@ -82,9 +83,14 @@ def moments(x, dims, eps, center):
     return E.div(d, s), m, ss, s
 
 
+def _normalize_forward(x, dims, eps, center):
+    xhat, m, ss, s = moments(x, dims, eps, center)
+    return xhat, torch.zeros_like(ss) if m is None else m, ss, s
+
+
 class _Normalize(torch.autograd.Function):
     """xhat over `dims` (outputs: xhat, and the non-differentiable m and ss that
-    batch_norm's running statistics need).
+    batch_norm's running statistics need, and s that the backward needs).
 
     Backward, n the number of normalised elements, g the gradient of xhat:
         c  = mean(mul(g, xhat), dims)
@@ -92,20 +98,23 @@ class _Normalize(torch.autograd.Function):
         dx = div(sub(t, mul(xhat, c)), s)
     When a graph of the backward is requested, xhat and s are recomputed from x
     by the forward's ops (same bits), so that second derivatives are right.
+    vmap: the batch dim goes first and `dims` shift by one (each sample is
+    normalised over its own elements, in the order of their count).
     """
 
     @staticmethod
-    def forward(ctx, x, dims, eps, center):
-        xhat, m, ss, s = moments(x, dims, eps, center)
-        ctx.dims, ctx.eps, ctx.center = dims, eps, center
-        ctx.save_for_backward(x, xhat, s)
-        if m is None:
-            m = torch.zeros_like(ss)
-        ctx.mark_non_differentiable(m, ss)
-        return xhat, m, ss
+    def forward(x, dims, eps, center):
+        return _normalize_forward(x, dims, eps, center)
 
     @staticmethod
-    def backward(ctx, g, _gm, _gss):
+    def setup_context(ctx, inputs, output):
+        x, ctx.dims, ctx.eps, ctx.center = inputs
+        xhat, m, ss, s = output
+        ctx.save_for_backward(x, xhat, s)
+        ctx.mark_non_differentiable(m, ss, s)
+
+    @staticmethod
+    def backward(ctx, g, _gm, _gss, _gs):
         x, xhat, s = ctx.saved_tensors
         if torch.is_grad_enabled():
             xhat, _, _, s = moments(x, ctx.dims, ctx.eps, ctx.center)
@@ -114,12 +123,17 @@ class _Normalize(torch.autograd.Function):
         t = E.sub(g, R.mean(g, dims, keepdim=True)) if ctx.center else g
         return E.div(E.sub(t, E.mul(xhat, c)), s), None, None, None
 
+    @staticmethod
+    def vmap(info, in_dims, x, dims, eps, center):
+        x = batching.front(x, in_dims[0])
+        return _normalize_forward(x, tuple(d + 1 for d in dims), eps, center), (0, 0, 0, 0)
+
 
 def _normalize(x, dims, eps, center):
     if x.numel() == 0:
         # nothing to normalise; an empty result that still carries a graph
         return E.mul(x, 1.0), None, None
-    return _Normalize.apply(x, dims, eps, center)
+    return _Normalize.apply(x, dims, eps, center)[:3]
 
 
 def affine(y, weight, bias, view):

@@ -12,6 +12,7 @@ import numbers
 
 import torch
 
+from ...ops import batching
 from ...ops import elementwise as E
 from ...ops.generator import resolve
 from ...ops.random import bernoulli
@@ -30,6 +31,28 @@ def dropout_noise(input, p, generator=None):
     keep = bernoulli(input.detach(), 1.0 - p, generator=generator) != 0
     scale = dropout_scale(p, input.dtype).to(input.device)
     return torch.where(keep, scale, torch.zeros((), dtype=input.dtype, device=input.device))
+
+
+class _DropoutNoise(torch.autograd.Function):
+    """`dropout_noise` (no gradient).  A Function so that torch.func.vmap reaches
+    its vmap rule, which refuses: a batched call would draw one mask for the
+    whole batch where the samples, one at a time, would each take a draw."""
+
+    @staticmethod
+    def forward(input, p, generator):
+        return dropout_noise(input, p, generator)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, input, p, generator):
+        batching.no_randomness("dropout", info)
 
 
 def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
@@ -57,7 +80,7 @@ def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     if p == 1.0:
         noise = torch.zeros((), dtype=input.dtype, device=input.device)
     else:
-        noise = dropout_noise(input, p, gen)
+        noise = _DropoutNoise.apply(input, p, gen)
     out = E.mul(input, noise)
     return input.copy_(out) if inplace else out
 

@@ -16,6 +16,7 @@ any order are made of softrep ops.
 
 import torch
 
+from ...ops import batching
 from ...ops import reduction as R
 
 
@@ -73,31 +74,55 @@ def _ceil_log2(n):
     return out
 
 
+def _gather(table, index, fill):
+    missing = index < 0
+    out = table[index.clamp(min=0)]
+    if bool(missing.any()):
+        out[missing] = fill
+    return canonical_nan(out)
+
+
 class _GatherRows(torch.autograd.Function):
     """table[index] (rows; index -1 gives a row of `fill`), NaN canonical.
-    Backward: scatter-sum of the gradient rows to `grad_index` (-1: no gradient)."""
+    Backward: scatter-sum of the gradient rows to `grad_index` (-1: no gradient).
+    vmap: with the table unbatched, the samples' indices are gathered at once
+    (a copy is exact); otherwise one call per sample."""
 
     @staticmethod
-    def forward(ctx, table, index, grad_index, fill):
+    def forward(table, index, grad_index, fill):
+        return _gather(table, index, fill)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        table, _, grad_index, _ = inputs
         ctx.num_rows = table.shape[0]
         ctx.save_for_backward(grad_index)
-        missing = index < 0
-        out = table[index.clamp(min=0)]
-        if bool(missing.any()):
-            out[missing] = fill
-        return canonical_nan(out)
 
     @staticmethod
     def backward(ctx, g):
         (grad_index,) = ctx.saved_tensors
         return scatter_sum_rows(g, grad_index, ctx.num_rows), None, None, None
 
+    @staticmethod
+    def vmap(info, in_dims, table, index, grad_index, fill):
+        if in_dims[0] is None and in_dims[1] is not None:
+            index = batching.front(index, in_dims[1])
+            out = _gather(table, index.reshape(-1), fill)
+            return out.reshape(*index.shape, *out.shape[1:]), 0
+        return batching.per_sample(lambda t, i, gi, f: _gather(t, i, f), info, in_dims, table, index, grad_index,
+                                   fill)
+
 
 class _ScatterSumRows(torch.autograd.Function):
+    """vmap: one call per sample (each sample's rows are summed in its own order)."""
+
     @staticmethod
-    def forward(ctx, src, index, num_rows):
-        ctx.save_for_backward(index)
+    def forward(src, index, num_rows):
         return _scatter_sum(src.detach(), index, num_rows)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[1])
 
     @staticmethod
     def backward(ctx, g):
@@ -105,6 +130,11 @@ class _ScatterSumRows(torch.autograd.Function):
         # src row i went to row index[i]: its gradient is that row's gradient (a gather);
         # a dropped row gets +0
         return gather_rows(g, index, index, 0.0), None, None
+
+    @staticmethod
+    def vmap(info, in_dims, src, index, num_rows):
+        return batching.per_sample(lambda s, i, n: _scatter_sum(s.detach(), i, n), info, in_dims, src, index,
+                                   num_rows)
 
 
 def gather_rows(table, index, grad_index=None, fill=-0.0):
@@ -121,6 +151,35 @@ def scatter_sum_rows(src, index, num_rows):
 
 
 # ----------------------------------------------------------------------------- embedding
+
+def _check_index(index, n):
+    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= n):
+        bad = int(index.min()) if int(index.min()) < 0 else int(index.max())
+        raise IndexError(f"softrep.embedding: argument 'input' holds index {bad}, out of range [0, {n - 1}] "
+                         f"for num_embeddings={n}")
+    return index.clone()
+
+
+class _CheckedIndex(torch.autograd.Function):
+    """The embedding indices, checked against the table size (a Function so that
+    the check reads the plain index tensor under torch.func.vmap too)."""
+
+    @staticmethod
+    def forward(index, n):
+        return _check_index(index, n)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None
+
+    @staticmethod
+    def vmap(info, in_dims, index, n):
+        return _check_index(index, n), in_dims[0]
+
 
 def _reject(name, value, default, why):
     if value != default:
@@ -166,11 +225,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             raise ValueError(f"softrep.embedding: argument 'padding_idx' is {padding_idx}, must be within "
                              f"[{-n}, {n - 1}] for num_embeddings={n}")
         padding_idx %= n
-    index = input.reshape(-1).to(torch.int64)
-    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= n):
-        bad = int(index.min()) if int(index.min()) < 0 else int(index.max())
-        raise IndexError(f"softrep.embedding: argument 'input' holds index {bad}, out of range [0, {n - 1}] "
-                         f"for num_embeddings={n}")
+    index = _CheckedIndex.apply(input.reshape(-1).to(torch.int64), n)
     grad_index = index if padding_idx is None else index.masked_fill(index == padding_idx, -1)
     out = gather_rows(weight, index, grad_index, 0.0)
     return out.reshape(*input.shape, weight.shape[1])
