@@ -244,3 +244,12 @@ def test_vmap_per_sample_gradients_simulator(backend):
     one = grad(loss)(params, x[1], y[1])
     for name in cpu:
         assert_same_bits(sim[name][1], one[name])
+
+
+def test_every_random_draw_refuses_vmap():
+    """One draw for a whole vmapped batch would not be the per-sample draws."""
+    x = torch.full((3, 4), 0.5)
+    for fn in (lambda t: softrep.bernoulli(t), lambda t: t * softrep.rand(4), lambda t: t * softrep.randn(4),
+               lambda t: softrep.round_to(t, "bfloat16", "stochastic")):
+        with pytest.raises(RuntimeError, match="cannot run under torch.func.vmap"):
+            torch.func.vmap(fn)(x)

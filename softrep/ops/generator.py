@@ -130,7 +130,25 @@ def follow_torch_manual_seed():
     torch.manual_seed = manual_seed
 
 
+def _under_vmap():
+    functorch = torch._C._functorch
+    if functorch.maybe_current_level() is None:
+        return False
+    stack = functorch.get_interpreter_stack() or ()
+    return any(i.key() == functorch.TransformType.Vmap for i in stack)
+
+
 def resolve(fn, generator):
+    """The generator a draw of `fn` uses (softrep's global one for None).
+
+    Every draw goes through here, so this is also where a draw under
+    torch.func.vmap is refused: a vmapped call would take one draw for the
+    whole batch, where calling the op once per sample takes one draw each, so
+    the vmapped bits would not be the per-sample ones."""
+    if _under_vmap():
+        raise RuntimeError(f"softrep.{fn}: draws random numbers and cannot run under torch.func.vmap: a "
+                           "vmapped call would consume one draw for the whole batch, not one per sample; draw "
+                           "outside vmap and pass the result in")
     if generator is None:
         return default_generator
     if not isinstance(generator, Generator):
