@@ -9,13 +9,15 @@
   is how the CUDA source is tested on a machine without a GPU.
 
 The variable is read at every call, so tests can switch it with monkeypatch.
+The CUDA kernels need numba-cuda (`pip install "softrep[cuda]"`); without it,
+an op that would run them raises ImportError naming that extra.
 """
 
 import os
 
 import torch
 
-from ..primitives.jit import SIMULATOR
+from ..primitives.jit import SIMULATOR, require_cuda
 
 _CHOICES = ("auto", "cpu", "cuda")
 
@@ -44,6 +46,8 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
     device arrays (numpy arrays under the simulator).
     """
     kind = select(*inputs, *outputs)
+    if kind == "cuda":
+        require_cuda()
     if kind == "cpu" or (kind == "cuda" and SIMULATOR):
         host_out = [t if not t.is_cuda else torch.empty(t.shape, dtype=t.dtype) for t in outputs]
         host_in = [t.detach().cpu() for t in inputs]
