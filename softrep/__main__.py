@@ -46,7 +46,11 @@ def _audit_kernels(args):
 
     targets = kernel_audit.TARGETS if args.target == "all" else (args.target,)
     ccs = tuple(args.cc) if args.cc else kernel_audit.CCS
-    kernels = kernel_audit.load_kernels(targets)
+    try:
+        kernels = kernel_audit.load_kernels(targets)
+    except ImportError as exc:  # CUDA kernels without numba-cuda: the message names the extra
+        print(f"{exc}\n(--target cpu audits the CPU kernels without it)", file=sys.stderr)
+        return 2
     names = {name for target in targets for name in kernels[target] if not args.filter or args.filter in name}
     total = sum(1 for target in targets for name in kernels[target] if name in names)
     bar = tqdm(total=total, desc="kernel audit", unit="kernel")

@@ -48,6 +48,12 @@ from softrep.tools import kernel_audit
 result["errors"]["audit"] = error_of(lambda: kernel_audit.load_kernels(("cuda",)))
 result["errors"]["module"] = error_of(lambda: __import__("softrep.cuda.reduce"))
 result["cpu_kernels"] = len(kernel_audit.load_kernels(("cpu",))["cpu"])
+import contextlib, io
+from softrep import __main__ as cli
+stderr = io.StringIO()
+with contextlib.redirect_stderr(stderr):
+    result["cli_exit"] = cli.main(["audit-ptx"])
+result["cli_stderr"] = stderr.getvalue()
 print(json.dumps(result))
 """
 
@@ -72,6 +78,7 @@ def test_cpu_use_without_numba_cuda_and_cuda_use_names_the_extra():
         assert error is not None and error.startswith("ImportError"), (what, error)
         assert 'pip install "softrep[cuda]"' in error, (what, error)
     assert result["cpu_kernels"] > 50
+    assert result["cli_exit"] == 2 and 'pip install "softrep[cuda]"' in result["cli_stderr"]
 
 
 def test_import_softrep_does_not_import_numba_cuda():

@@ -56,8 +56,9 @@ def cuda_ready():
 
 def require_cuda():
     """Import numba-cuda and register every jitable, `by_type` helper, `bitcast`
-    and rounding primitive (softrep/primitives/cuda_lowering.py) for the CUDA target (once per process; the simulator
-    needs numba-cuda too, but runs the Python source and registers nothing).
+    and rounding primitive (softrep/primitives/cuda_lowering.py) for the CUDA
+    target, once per process.  The simulator needs numba-cuda too, but runs
+    the Python source and registers nothing.
 
     Raises ImportError naming the `softrep[cuda]` extra when numba-cuda (0.21.1
     or later: the first with `numba.cuda.extending.overload`) cannot be

@@ -101,7 +101,8 @@ LIBM = frozenset(
                  "round", "rint", "nearbyint", "lround", "lrint", "nextafter")
     for suffix in ("", "f", "l")
 )
-_FLOAT_INSTRUCTION = re.compile(r"=\s*(frem)\b|\batomicrmw\b(?:\s+volatile)?\s+(fadd|fsub|fmax|fmin|fmaximum|fminimum)\b")
+_FLOAT_INSTRUCTION = re.compile(
+    r"=\s*(frem)\b|\batomicrmw\b(?:\s+volatile)?\s+(fadd|fsub|fmax|fmin|fmaximum|fminimum)\b")
 
 
 def _code(line):
