@@ -48,7 +48,7 @@ def _audit_kernels(args):
     ccs = tuple(args.cc) if args.cc else kernel_audit.CCS
     try:
         kernels = kernel_audit.load_kernels(targets)
-    except ImportError as exc:  # CUDA kernels without numba-cuda: the message names the extra
+    except ImportError as exc:  # CUDA kernels without the cuda extra: the message names it
         print(f"{exc}\n(--target cpu audits the CPU kernels without it)", file=sys.stderr)
         return 2
     names = {name for target in targets for name in kernels[target] if not args.filter or args.filter in name}
