@@ -272,10 +272,12 @@ def test_cpu_rules_on_written_ir():
     ir = "\n".join([
         "declare float @customf(float)",
         "declare i64 @counter(i64)",
+        "declare double @PyFloat_AsDouble(ptr)",
         "define void @k(ptr %p, float %x) #0 {",
         "  %a = atomicrmw fadd ptr %p, float %x seq_cst",
         "  %b = call float @customf(float %x)",
         "  %c = call i64 @counter(i64 1)",
+        "  %h = call double @PyFloat_AsDouble(ptr %obj)",
         "  %d = call float @llvm.fma.f32(float %x, float %x, float %x)",
         "  %e = call float @llvm.fmuladd.f32(float %x, float %x, float %x)",
         "  %f = call <8 x float> @llvm.vector.reduce.fmax.v8f32(<8 x float> %v)",
@@ -290,7 +292,7 @@ def test_cpu_rules_on_written_ir():
                      "flush-to-zero (denormal-fp-math=preserve-sign,preserve-sign)",
                      "fast-math function attribute no-nans-fp-math"):
         assert expected in whys
-    assert "counter" not in whys and "llvm.fma.f32" not in whys
+    assert "counter" not in whys and "llvm.fma.f32" not in whys and "PyFloat" not in whys
     assert "'fast'" not in whys  # a metadata name is not a flag
 
 
