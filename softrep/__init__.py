@@ -15,7 +15,7 @@ The package is layered, each layer importing only from those below it
     tools       audit, patch, record and replay, verify, demo
 """
 
-from . import cpu, cuda  # noqa: F401  (register the primitives for both targets)
+from . import cpu, cuda  # noqa: F401  (CPU primitives; CUDA ones at the first CUDA use)
 from . import nn, optim  # noqa: F401
 from .nn.functional import (adaptive_avg_pool2d, avg_pool2d, batch_norm, binary_cross_entropy_with_logits,
                             cross_entropy, dropout, embedding, gelu, group_norm, layer_norm, leaky_relu,

@@ -3,7 +3,8 @@
 
 Commands:
   example        a short tour: the same bits on every backend and rounding
-  audit-ptx      compile every CUDA kernel to PTX (no GPU needed) and audit it
+  audit-kernels  compile every CPU and CUDA kernel (no GPU needed) and audit it
+  audit-ptx      the CUDA half of audit-kernels
   verify         check a math function against an independent reference
   verify-formats check low-precision conversions and bfloat16 arithmetic
   demo           train a small CNN on the scikit-learn digits; check the published fingerprints
@@ -38,22 +39,37 @@ def _example(args):
     return 0
 
 
-def _audit_ptx(args):
-    import softrep  # noqa: F401
+def _audit_kernels(args):
+    from softrep.tools import kernel_audit
     from softrep.tools.progress import bar as progress_bar
-    from softrep.cuda import audit
 
-    names = sorted(audit.registered())
-    if args.filter:
-        names = [n for n in names if args.filter in n]
-    bar = progress_bar(total=len(names) * len(audit.CCS), desc="PTX audit", unit="kernel")
-    count, findings = audit.audit(names, progress=lambda name, cc: bar.update())
+    targets = kernel_audit.TARGETS if args.target == "all" else (args.target,)
+    ccs = tuple(args.cc) if args.cc else kernel_audit.CCS
+    try:
+        kernels = kernel_audit.load_kernels(targets)
+    except ImportError as exc:  # CUDA kernels without the cuda extra: the message names it
+        print(f"{exc}\n(--target cpu audits the CPU kernels without it)", file=sys.stderr)
+        return 2
+    names = {name for target in targets for name in kernels[target] if not args.filter or args.filter in name}
+    total = sum(1 for target in targets for name in kernels[target] if name in names)
+    bar = progress_bar(total=total, desc="kernel audit", unit="kernel")
+    count, findings = kernel_audit.audit(targets, names, ccs, progress=lambda target, name: bar.update())
     bar.close()
     for finding in findings:
         print(finding)
-    print(f"{count} compilations of {len(names)} kernels for "
-          f"{', '.join(f'sm_{a}{b}' for a, b in audit.CCS)}: {len(findings)} findings")
+    where = ["the CPU"] if "cpu" in targets else []
+    if "cuda" in targets:
+        where.append("CUDA " + ", ".join(f"sm_{a}{b}" for a, b in ccs))
+    print(f"{count} compilations of {total} kernels for {' and '.join(where)}: {len(findings)} findings")
     return 1 if findings else 0
+
+
+def _compute_capability(text):
+    try:
+        major, minor = (int(part) for part in text.split("."))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MAJOR.MINOR such as 8.0, got {text!r}") from None
+    return major, minor
 
 
 # Commands that parse their own arguments: name -> (module, function(argv) -> exit code, help).
@@ -81,9 +97,19 @@ def main(argv=None):
                                                  "describes each command.")
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     sub.add_parser("example", help="a short tour of explicit rounding").set_defaults(func=_example)
-    p = sub.add_parser("audit-ptx", help="audit the PTX of every CUDA kernel")
-    p.add_argument("--filter", help="only kernels whose name contains this")
-    p.set_defaults(func=_audit_ptx)
+    for command, text in (("audit-kernels", "audit every CPU and CUDA kernel (docs/audit.md)"),
+                          ("audit-ptx", "audit every CUDA kernel (audit-kernels --target cuda)")):
+        p = sub.add_parser(command, help=text)
+        if command == "audit-kernels":
+            p.add_argument("--target", choices=("all", "cpu", "cuda"), default="all",
+                           help="which kernels to audit (default: all)")
+        else:
+            p.set_defaults(target="cuda")
+        p.add_argument("--filter", help="only kernels whose name contains this")
+        p.add_argument("--cc", type=_compute_capability, action="append",
+                       help="CUDA compute capability to compile for, such as 8.0 (repeatable; "
+                            "default: 7.5, 8.0 and 9.0)")
+        p.set_defaults(func=_audit_kernels)
     for name, (_, _, text) in DELEGATED.items():
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; run above
     args = parser.parse_args(argv)

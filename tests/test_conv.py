@@ -424,10 +424,10 @@ def test_golden_file_covers_every_op():
 
 
 def test_ptx_audit_conv_kernel():
-    from softrep.cuda import audit
+    from softrep.tools import kernel_audit
 
-    names = [n for n in audit.registered() if n.startswith("conv.")]
+    names = [n for n in kernel_audit.load_kernels(("cuda",))["cuda"] if n.startswith("conv.")]
     assert sorted(names) == ["conv.forward.float32", "conv.forward.float64"]
-    count, findings = audit.audit(names=names)
-    assert count == 2 * len(audit.CCS)
+    count, findings = kernel_audit.audit(("cuda",), names=names)
+    assert count == 2 * len(kernel_audit.CCS)
     assert not findings, "\n".join(map(str, findings))

@@ -400,12 +400,12 @@ def test_bad_input(call, exc, words):
 
 
 def test_ptx_audit_linalg_kernels():
-    from softrep.cuda import audit
+    from softrep.tools import kernel_audit
 
-    names = [n for n in audit.registered() if n.startswith("linalg.")]
+    names = [n for n in kernel_audit.load_kernels(("cuda",))["cuda"] if n.startswith("linalg.")]
     assert len(names) == 4
-    count, findings = audit.audit(names=names)
-    assert count == 4 * len(audit.CCS)
+    count, findings = kernel_audit.audit(("cuda",), names=names)
+    assert count == 4 * len(kernel_audit.CCS)
     assert not findings, "\n".join(map(str, findings))
 
 

@@ -1,22 +1,98 @@
-"""CPU launchers for elementwise kernels: one parallel loop over the outputs.
+"""CPU launchers for elementwise kernels (one parallel loop over the outputs),
+and the registry of every CPU kernel softrep launches.
 
 Each output element depends only on the input elements at the same index, so
 the thread count and the split of the loop cannot change any bit.
+
+The registry (`KERNELS`) is what the kernel audit (`python -m softrep
+audit-kernels`, softrep/tools/kernel_audit.py) compiles and checks.  A kernel
+is registered where it is built: `elementwise` registers the kernels it makes,
+for every dtype the scalar kernel has, when an op asks for its launcher; a
+hand-written kernel carries the `kernel(name, *signatures)` decorator.  The
+ops ask for their launchers when they are defined, so importing softrep
+registers every kernel its ops can launch.
 """
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types
 
 from ..primitives.rounding import bitcast, canonical
 
 UNDECIDED_BITS = np.uint32(0x7FC00001)  # a quiet NaN, but not the canonical one
 
+FLOATS = (types.float32, types.float64)
+
+# --------------------------------------------------------------------------- registry
+
+KERNELS = {}  # name -> Kernel
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel softrep launches on the CPU.  `build()` returns its Numba
+    dispatcher and the argument types (a tuple of Numba types) of every launch
+    it can get."""
+
+    name: str
+    build: object
+
+    def signatures(self):
+        return self.build()[1]
+
+
+def add(name, build):
+    """Register `build() -> (dispatcher, signatures)` under `name`; returns the Kernel."""
+    if name in KERNELS:
+        raise ValueError(f"a CPU kernel named {name!r} is already registered; kernel names must be unique")
+    KERNELS[name] = Kernel(name, build)
+    return KERNELS[name]
+
+
+def register(name, build):
+    """Register a kernel launched with one signature: `build() -> (dispatcher, argument types)`."""
+
+    def build_all():
+        dispatcher, argtypes = build()
+        return dispatcher, (tuple(argtypes),)
+
+    return add(name, build_all)
+
+
+def kernel(name, *signatures):
+    """Decorator: register the `njit` dispatcher below it under `name`, launched
+    with `signatures` (each a tuple of Numba argument types)."""
+    signatures = tuple(tuple(s) for s in signatures)
+
+    def register_dispatcher(dispatcher):
+        add(name, lambda: (dispatcher, signatures))
+        return dispatcher
+
+    return register_dispatcher
+
+
+def elementwise_signatures(f, nin):
+    """Argument types of every launch of the elementwise kernel of scalar kernel `f`:
+    1-D C-contiguous arrays (out, *inputs) of each dtype `f` is implemented for
+    (`implemented_types` of a `by_type` kernel; float32 and float64 otherwise)."""
+    return tuple((types.Array(dtype, 1, "C"),) * (nin + 1) for dtype in getattr(f, "implemented_types", FLOATS))
+
+
+# --------------------------------------------------------------------------- elementwise
+
 
 @functools.lru_cache(maxsize=None)
 def elementwise(f, nin):
-    """Launcher `run(out, *inputs)` over 1-D contiguous arrays: out[i] = f(*inputs[i])."""
+    """Launcher `run(out, *inputs)` over 1-D contiguous arrays: out[i] = f(*inputs[i]).
+
+    Registers the kernel as `elementwise.<f's name>`; `run.kernels` holds the
+    registered kernels the launcher runs.
+    """
+    if nin not in (1, 2, 3):
+        raise ValueError(f"elementwise kernels take 1 to 3 inputs, got nin={nin}")
     fast = getattr(f, "decided_fast", None)
     if nin == 1 and fast is not None:
         return _decided_first(f, fast)
@@ -41,8 +117,8 @@ def elementwise(f, nin):
             for i in prange(out.size):
                 out[i] = canonical(f(x[i], y[i], z[i]))
 
-    else:
-        raise ValueError(f"elementwise kernels take 1 to 3 inputs, got {nin}")
+    signatures = elementwise_signatures(f, nin)
+    run.kernels = (add(f"elementwise.{f.__name__}", lambda: (run, signatures)),)
     return run
 
 
@@ -94,4 +170,12 @@ def _decided_first(f, fast):
     def run(out, x):
         (two_loops if x.dtype == np.float32 else one_loop)(out, x)
 
+    signatures = elementwise_signatures(f, 1)
+    f32 = tuple(s for s in signatures if s[0].dtype == types.float32)
+    others = tuple(s for s in signatures if s[0].dtype != types.float32)
+    run.kernels = ()
+    if f32:
+        run.kernels += (add(f"elementwise.{f.__name__}.decided_first", lambda: (two_loops, f32)),)
+    if others:
+        run.kernels += (add(f"elementwise.{f.__name__}", lambda: (one_loop, others)),)
     return run

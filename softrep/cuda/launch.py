@@ -1,11 +1,24 @@
-"""CUDA launchers for elementwise kernels: a grid-stride loop over the outputs."""
+"""CUDA launchers for elementwise kernels (a grid-stride loop over the
+outputs), and the registry of every CUDA kernel softrep launches.
+
+This module imports without numba-cuda: the ops ask for their launchers when
+they are defined, and the kernel behind a launcher is made
+(softrep/cuda/elementwise_kernels.py, which needs numba-cuda) at its first
+launch.
+
+The registry (`KERNELS`) is what the kernel audit (`python -m softrep
+audit-kernels`, softrep/tools/kernel_audit.py) compiles and checks, without a
+GPU.  A kernel is registered where it is built: `elementwise` registers the
+kernels it makes, for every dtype the scalar kernel has; a hand-written kernel
+carries the `kernel(name, *signatures)` decorator, or its module calls
+`register(name, build)` (also reachable as `softrep.cuda.audit.register`).
+"""
 
 import functools
-
-from numba import cuda
+from dataclasses import dataclass
 
 from ..primitives.jit import SIMULATOR
-from ..primitives.rounding import canonical
+from ..cpu.launch import elementwise_signatures
 
 THREADS = 256
 # The simulator runs every thread in Python: few threads keep it quick, and
@@ -19,41 +32,83 @@ def grid(n):
     return max(1, min((n + THREADS - 1) // THREADS, 65535)), THREADS
 
 
+# --------------------------------------------------------------------------- registry
+
+KERNELS = {}  # name -> Kernel
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel softrep launches on CUDA.  `build()` returns its Python function
+    (what numba-cuda compiles) and the argument types (a tuple of Numba types)
+    of every launch it can get."""
+
+    name: str
+    build: object
+
+    def signatures(self):
+        return self.build()[1]
+
+
+def add(name, build):
+    """Register `build() -> (python function, signatures)` under `name`; returns the Kernel."""
+    if name in KERNELS:
+        raise ValueError(f"a CUDA kernel named {name!r} is already registered; kernel names must be unique")
+    KERNELS[name] = Kernel(name, build)
+    return KERNELS[name]
+
+
+def register(name, build):
+    """Register a kernel launched with one signature: `build() -> (python function, argument types)`."""
+
+    def build_all():
+        py_func, argtypes = build()
+        return py_func, (tuple(argtypes),)
+
+    return add(name, build_all)
+
+
+def python_function(dispatcher):
+    """The Python source function of a `cuda.jit` kernel (a simulator kernel too)."""
+    return getattr(dispatcher, "py_func", None) or dispatcher.fn
+
+
+def kernel(name, *signatures):
+    """Decorator: register the `cuda.jit` kernel below it under `name`, launched
+    with `signatures` (each a tuple of Numba argument types)."""
+    signatures = tuple(tuple(s) for s in signatures)
+
+    def register_dispatcher(dispatcher):
+        add(name, lambda: (python_function(dispatcher), signatures))
+        return dispatcher
+
+    return register_dispatcher
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
 @functools.lru_cache(maxsize=None)
 def elementwise(f, nin):
-    """Launcher `run(stream, out, *inputs)` over 1-D arrays: out[i] = f(*inputs[i])."""
-    if nin == 1:
+    """Launcher `run(stream, out, *inputs)` over 1-D arrays: out[i] = f(*inputs[i]).
 
-        @cuda.jit(cache=not SIMULATOR)
-        def kernel(out, x):
-            start, step = cuda.grid(1), cuda.gridsize(1)
-            for i in range(start, out.size, step):
-                out[i] = canonical(f(x[i]))
+    Registers the kernel as `elementwise.<f's name>`; `run.kernels` holds the
+    registered kernels the launcher runs.
+    """
+    if nin not in (1, 2, 3):
+        raise ValueError(f"elementwise kernels take 1 to 3 inputs, got nin={nin}")
 
-    elif nin == 2:
+    def compiled():
+        from .elementwise_kernels import grid_stride  # imports numba-cuda
 
-        @cuda.jit(cache=not SIMULATOR)
-        def kernel(out, x, y):
-            start, step = cuda.grid(1), cuda.gridsize(1)
-            for i in range(start, out.size, step):
-                out[i] = canonical(f(x[i], y[i]))
-
-    elif nin == 3:
-
-        @cuda.jit(cache=not SIMULATOR)
-        def kernel(out, x, y, z):
-            start, step = cuda.grid(1), cuda.gridsize(1)
-            for i in range(start, out.size, step):
-                out[i] = canonical(f(x[i], y[i], z[i]))
-
-    else:
-        raise ValueError(f"elementwise kernels take 1 to 3 inputs, got {nin}")
+        return grid_stride(f, nin)
 
     def run(stream, out, *inputs):
         if out.size == 0:
             return
         blocks, threads = grid(out.size)
-        kernel[blocks, threads, stream](out, *inputs)
+        compiled()[blocks, threads, stream](out, *inputs)
 
-    run.kernel = kernel
+    signatures = elementwise_signatures(f, nin)
+    run.kernels = (add(f"elementwise.{f.__name__}", lambda: (python_function(compiled()), signatures)),)
     return run

@@ -9,6 +9,8 @@
   is how the CUDA source is tested on a machine without a GPU.
 
 The variable is read at every call, so tests can switch it with monkeypatch.
+The CUDA kernels need numba-cuda (`pip install "softrep[cuda]"`); without it,
+an op that would run them raises ImportError naming that extra.
 """
 
 import os
@@ -16,7 +18,7 @@ import os
 import torch
 
 from ..primitives.fpenv import ieee_state
-from ..primitives.jit import SIMULATOR
+from ..primitives.jit import SIMULATOR, require_cuda
 
 _CHOICES = ("auto", "cpu", "cuda")
 
@@ -50,6 +52,8 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
         # have theirs, so shape propagation launches no kernel.
         return
     kind = select(*inputs, *outputs)
+    if kind == "cuda":
+        require_cuda()
     if kind == "cpu" or (kind == "cuda" and SIMULATOR):
         host_out = [t if not t.is_cuda else torch.empty(t.shape, dtype=t.dtype) for t in outputs]
         host_in = [t.detach().cpu() for t in inputs]

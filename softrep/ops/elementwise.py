@@ -4,6 +4,10 @@ Layering: scalar kernel (`softrep.primitives.rounding`, `softrep.algorithms.elem
 (`softrep.cpu.launch`, `softrep.cuda.launch`) -> `_apply` here (broadcasting,
 checks, output allocation) -> `Elementwise` autograd function -> public op.
 
+Every op gets its launchers when it is defined (`launchers`), which registers
+its kernels for the kernel audit (`python -m softrep audit-kernels`): importing
+softrep registers every elementwise kernel it can launch.
+
 Backward passes are built from softrep ops rounded to nearest, whatever the
 forward rounding: the derivative of a directed-rounded op is taken to be that
 of the exact operation.  Broadcast inputs get their gradient summed back to
@@ -22,21 +26,22 @@ from ..cpu import launch as cpu_launch
 from ..cuda import launch as cuda_launch
 
 
-def _apply(fn, scalar_kernel, names, tensors):
-    """Run `scalar_kernel` elementwise over broadcast `tensors`; no autograd."""
+def launchers(scalar_kernel, nin):
+    """(CPU launcher, CUDA launcher) of `scalar_kernel` with `nin` inputs; both
+    register their kernels (`softrep.cpu.launch.elementwise`)."""
+    return cpu_launch.elementwise(scalar_kernel, nin), cuda_launch.elementwise(scalar_kernel, nin)
+
+
+def _apply(fn, kernel_launchers, names, tensors):
+    """Run the launchers' kernel elementwise over broadcast `tensors`; no autograd."""
     shape = broadcast_shape(fn, names, tensors)
     first = tensors[0]
     out = empty(shape, dtype=first.dtype, device=first.device)
     if out.numel() == 0:
         return out
     flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
-    nin = len(tensors)
-    backend.execute(
-        cpu_launch.elementwise(scalar_kernel, nin),
-        cuda_launch.elementwise(scalar_kernel, nin),
-        [out.view(-1)],
-        flat,
-    )
+    cpu_run, cuda_run = kernel_launchers
+    backend.execute(cpu_run, cuda_run, [out.view(-1)], flat)
     return out
 
 
@@ -85,18 +90,20 @@ class Elementwise(torch.autograd.Function):
 
 class ElementwiseSpec:
     """An elementwise op: its argument names, its scalar kernel per rounding
-    suffix, and `backward(g, out, *inputs)`, the input gradients made of softrep ops."""
+    suffix (and their launchers), and `backward(g, out, *inputs)`, the input
+    gradients made of softrep ops."""
 
     def __init__(self, name, arg_names, kernels, backward):
         self.name = name
         self.arg_names = arg_names
         self.kernels = kernels  # rounding suffix -> scalar kernel
+        self.launchers = {suffix: launchers(k, len(arg_names)) for suffix, k in kernels.items()}
         self.backward = backward
 
     def apply(self, suffix, tensors):
         """The op on `tensors` (already checked), rounded as `suffix` says, with autograd."""
-        kernel = self.kernels[suffix]
-        return Elementwise.apply(self, lambda ts: _apply(self.name, kernel, self.arg_names, ts), *tensors)
+        run = self.launchers[suffix]
+        return Elementwise.apply(self, lambda ts: _apply(self.name, run, self.arg_names, ts), *tensors)
 
 
 def _kernels(prefix, module=R):
@@ -220,26 +227,3 @@ def reciprocal(input, *, rounding="nearest"):
     """1 / input, rounded once."""
     return _op("reciprocal", (input,), rounding)
 
-
-def _register_audit():
-    from numba.core import types
-
-    from ..cuda import audit
-
-    seen = set()
-    for spec in SPECS.values():
-        nin = len(spec.arg_names)
-        for suffix, kernel in spec.kernels.items():
-            for dtype in (types.float32, types.float64):
-                name = f"elementwise.{kernel.__name__}.{dtype}"
-                if name in seen:
-                    continue
-                seen.add(name)
-                arr = types.Array(dtype, 1, "C")
-                audit.register(
-                    name, lambda kernel=kernel, nin=nin, arr=arr: (
-                        cuda_launch.elementwise(kernel, nin).kernel.py_func, (arr,) * (nin + 1))
-                )
-
-
-_register_audit()

@@ -5,7 +5,8 @@ proofs in docs/mathlib.md).  This module turns each into a tensor op:
 
 * one scalar kernel dispatching on the dtype (`by_type`), launched by the
   generic elementwise launchers of softrep/cpu/launch.py and
-  softrep/cuda/launch.py;
+  softrep/cuda/launch.py, which register it for the kernel audit with the
+  dtypes it has (float32, and float64 where `f64` exists);
 * the op's input gradients, made of softrep ops rounded to nearest (the
   formulas below; docs/order.md);
 * a public op `<name>(input)` whose autograd is softrep's one elementwise
@@ -91,15 +92,6 @@ def _public_op(fn):
     return op
 
 
-def _register_audit(fn):
-    from ..cuda import audit
-    from ..cuda import launch as cuda_launch
-
-    arr = types.Array(types.float32, 1, "C")
-    audit.register(f"math.{fn.name}.float32", lambda: (
-        cuda_launch.elementwise(fn.kernel, fn.arity).kernel.py_func, (arr,) * (fn.arity + 1)))
-
-
 def _define(name, grad, arg_names=("input",)):
     k = KERNELS[name]
     kernel = _scalar_kernel(name, k.f32, k.f64, k.arity)
@@ -111,7 +103,6 @@ def _define(name, grad, arg_names=("input",)):
     fn = MathFunction(name, k.arity, arg_names, k.f32, k.f64, kernel, grad, None)
     fn.op = _public_op(fn)
     FUNCTIONS[name] = fn
-    _register_audit(fn)
     return fn.op
 
 

@@ -8,6 +8,10 @@ simulator (NUMBA_ENABLE_CUDASIM=1) runs it.
 `bitcast` reinterprets the bits of a scalar (float32 <-> uint32,
 float64 <-> uint64).  It is one LLVM `bitcast`, registered for both targets.
 
+The CUDA half of every registration waits for the first CUDA use
+(`require_cuda`), so that `import softrep` and everything on the CPU work
+without numba-cuda, which is the optional `softrep[cuda]` extra.
+
 This module also installs a Numba cache locator for softrep's own source files:
 the cache key of every softrep kernel is a hash of the whole softrep source
 tree, so changing any algorithm (a primitive, a helper called from a kernel)
@@ -36,14 +40,70 @@ SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the softrep package
 
+CUDA_INSTALL_HINT = 'CUDA support needs numba-cuda: pip install "softrep[cuda]"'
+
+# Registrations for the CUDA target wait here until the first CUDA use
+# (`require_cuda`): importing numba-cuda costs time, pulls in the CUDA
+# libraries, and numba-cuda is an optional dependency.
+_cuda_registrations = []
+_cuda_ready = False
+
+
+def cuda_ready():
+    """Whether `require_cuda` has run in this process."""
+    return _cuda_ready
+
+
+def require_cuda():
+    """Import numba-cuda and register every jitable, `by_type` helper, `bitcast`
+    and rounding primitive (softrep/primitives/cuda_lowering.py) for the CUDA
+    target, once per process.  The simulator needs numba-cuda too, but runs
+    the Python source and registers nothing.
+
+    Raises ImportError naming the `softrep[cuda]` extra when numba-cuda (0.21.1
+    or later: the first with `numba.cuda.extending.overload`) cannot be
+    imported, or cannot find the CUDA libraries it needs.
+    """
+    global _cuda_ready
+    if _cuda_ready:
+        return
+    try:
+        import numba.cuda  # noqa: F401
+
+        if not SIMULATOR:
+            from numba.cuda.extending import overload  # noqa: F401
+    except Exception as exc:  # ImportError, or the CUDA runtime's libraries missing
+        raise ImportError(f"{CUDA_INSTALL_HINT} ({type(exc).__name__}: {exc})") from exc
+    _cuda_ready = True
+    if SIMULATOR:
+        return
+    for register in _cuda_registrations:
+        register()
+    _cuda_registrations.clear()
+    _install_cuda_cache_locator()
+
+
+def when_cuda_ready(register):
+    """Run `register()` (a CUDA-target registration) now if CUDA is set up, else
+    on the first CUDA use."""
+    if SIMULATOR:
+        return
+    if _cuda_ready:
+        register()
+    else:
+        _cuda_registrations.append(register)
+
 
 def jitable(fn):
     """Make `fn` callable from CPU and CUDA kernels; it stays a Python function."""
     _cpu_register_jitable(fn)
-    if not SIMULATOR:
+
+    def register():
         from numba.cuda.extending import overload as _cuda_overload
 
         _cuda_overload(fn, target="cuda", strict=False)(lambda *args: fn)
+
+    when_cuda_ready(register)
     return fn
 
 
@@ -53,15 +113,21 @@ def by_type(stub, table):
     `table` maps a Numba type (of the first argument) to a jitable function with
     the same parameter names.  Used for small generic helpers such as `canonical`,
     whose float32 and float64 versions differ only in their constants.
+    `stub.implemented_types` lists the table's types (the launchers register
+    an elementwise kernel for those dtypes only).
     """
     from numba.core.extending import overload as _cpu_overload
 
     choose = with_arity(list(inspect.signature(stub).parameters), lambda types_: table.get(types_[0]))
     _cpu_overload(stub, target="cpu")(choose)
-    if not SIMULATOR:
+
+    def register():
         from numba.cuda.extending import overload as _cuda_overload
 
         _cuda_overload(stub, target="cuda")(choose)
+
+    when_cuda_ready(register)
+    stub.implemented_types = tuple(table)
     return stub
 
 
@@ -129,16 +195,19 @@ def _ov_bitcast_cpu(x):
         return lambda x: _bitcast_cpu(x)
 
 
-if not SIMULATOR:
+def _register_bitcast_cuda():
     from numba.cuda.extending import intrinsic as _cuda_intrinsic
     from numba.cuda.extending import overload as _cuda_overload
 
-    _bitcast_cuda = _cuda_intrinsic(_bitcast_typer)
+    bitcast_cuda = _cuda_intrinsic(_bitcast_typer)
 
     @_cuda_overload(bitcast, target="cuda")
     def _ov_bitcast_cuda(x):
         if x in _BITCAST_PAIRS:
-            return lambda x: _bitcast_cuda(x)
+            return lambda x: bitcast_cuda(x)
+
+
+when_cuda_ready(_register_bitcast_cuda)
 
 
 # --------------------------------------------------------------------------- cache
@@ -213,10 +282,12 @@ def _install_cache_locators():
     from numba.core import caching as core_caching
 
     core_caching.CacheImpl._locator_classes.insert(0, _make_locator(core_caching._CacheLocator))
-    if not SIMULATOR:
-        from numba.cuda.core import caching as cuda_caching
 
-        cuda_caching.CacheImpl._locator_classes.insert(0, _make_locator(cuda_caching._CacheLocator))
+
+def _install_cuda_cache_locator():
+    from numba.cuda.core import caching as cuda_caching
+
+    cuda_caching.CacheImpl._locator_classes.insert(0, _make_locator(cuda_caching._CacheLocator))
 
 
 _install_cache_locators()
