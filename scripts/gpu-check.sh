@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
-pip install -q --no-deps -e . >/dev/null 2>&1 || pip install -q -e . || exit 1
+pip install -q -e ".[cuda,test,demo]" || exit 1
 echo "== environment"
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || exit 1
 python - <<'PY'
