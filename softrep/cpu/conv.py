@@ -13,12 +13,15 @@ moves values and schedules the work.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
+from .launch import kernel
 from .linalg import packed_b, product_packed
 
 
+@kernel("conv.pack_im2col", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13
+                              for t in (types.float32, types.float64)])
 @njit(parallel=True, cache=True)
 def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
     # One work item per (group, panel): it fills bp[g, panel] (K x NR values,

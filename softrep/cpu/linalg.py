@@ -23,10 +23,20 @@ module holds the schedule only: packing, blocking and threads.
 import contextlib
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
 from numba.core import config as _numba_config
 
 from ..algorithms.products import KC, MR, NR, finish, finish_add, micro_f32, micro_f64
+from .launch import kernel
+
+# Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
+_FLOATS = (types.float32, types.float64)
+_I = types.int64
+
+
+def _arrays(*ndims):
+    return [tuple(types.Array(t, n, "C") for n in ndims) for t in _FLOATS]
+
 
 # Panels per task: MC = 8 * MR rows (a block of 8 panels x KC stays in L2),
 # NC = 16 * NR columns.
@@ -34,6 +44,7 @@ _MC_PANELS = 8
 _NC_PANELS = 16
 
 
+@kernel("linalg.pack_a", *[sig + (_I,) for sig in _arrays(4, 3)])
 @njit(parallel=True, cache=True)
 def _pack_a(ap, a, mr):
     nb, m, k_count = a.shape
@@ -48,6 +59,7 @@ def _pack_a(ap, a, mr):
                 ap[b, ip, k, r] = 0
 
 
+@kernel("linalg.pack_b", *[sig + (_I,) for sig in _arrays(4, 3)])
 @njit(parallel=True, cache=True)
 def _pack_b(bp, bm, nr):
     # one task per row of b: reads are contiguous, each panel gets NR values
@@ -63,7 +75,10 @@ def _pack_b(bp, bm, nr):
                 bp[b, jp, k, j] = 0
 
 
-def _make_blocks(micro, mr, nr):
+def _make_blocks(micro, mr, nr, dtype):
+    flat = types.Array(dtype, 1, "C")
+
+    @kernel(f"linalg.blocks.{dtype}", (flat, flat, flat) + (_I,) * 7)
     @njit(parallel=True, cache=True)
     def blocks(c_flat, ap_flat, bp_flat, nb, m_panels, n_panels, k_count, kc, mc_panels, nc_panels):
         # flat arrays: cpad (nb, m_panels*mr, npad), ap (nb, m_panels, K, mr), bp (nb, n_panels, K, nr)
@@ -89,10 +104,11 @@ def _make_blocks(micro, mr, nr):
     return blocks
 
 
-_blocks_f32 = _make_blocks(micro_f32, MR, NR[np.dtype(np.float32)])
-_blocks_f64 = _make_blocks(micro_f64, MR, NR[np.dtype(np.float64)])
+_blocks_f32 = _make_blocks(micro_f32, MR, NR[np.dtype(np.float32)], types.float32)
+_blocks_f64 = _make_blocks(micro_f64, MR, NR[np.dtype(np.float64)], types.float64)
 
 
+@kernel("linalg.finish", *_arrays(3, 3))
 @njit(parallel=True, cache=True)
 def _finish_outputs(out, cpad):
     nb, m, n = out.shape
@@ -102,6 +118,7 @@ def _finish_outputs(out, cpad):
             out[b, i, j] = finish(cpad[b, i, j])
 
 
+@kernel("linalg.finish_add", *_arrays(3, 3, 3))
 @njit(parallel=True, cache=True)
 def _finish_outputs_add(out, cpad, addend):
     nb, m, n = out.shape
@@ -111,6 +128,7 @@ def _finish_outputs_add(out, cpad, addend):
             out[b, i, j] = finish_add(cpad[b, i, j], addend[b, i, j])
 
 
+@kernel("linalg.finish_bias_rows", *_arrays(3, 3, 2))
 @njit(parallel=True, cache=True)
 def _finish_outputs_bias_rows(out, cpad, bias):
     nb, m, n = out.shape
