@@ -14,12 +14,12 @@ registers every kernel its ops can launch.
 """
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
 from numba.core import types
 
+from ..primitives.jit import KernelRegistry
 from ..primitives.rounding import bitcast, canonical
 
 UNDECIDED_BITS = np.uint32(0x7FC00001)  # a quiet NaN, but not the canonical one
@@ -28,38 +28,9 @@ FLOATS = (types.float32, types.float64)
 
 # --------------------------------------------------------------------------- registry
 
-KERNELS = {}  # name -> Kernel
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A kernel softrep launches on the CPU.  `build()` returns its Numba
-    dispatcher and the argument types (a tuple of Numba types) of every launch
-    it can get."""
-
-    name: str
-    build: object
-
-    def signatures(self):
-        return self.build()[1]
-
-
-def add(name, build):
-    """Register `build() -> (dispatcher, signatures)` under `name`; returns the Kernel."""
-    if name in KERNELS:
-        raise ValueError(f"a CPU kernel named {name!r} is already registered; kernel names must be unique")
-    KERNELS[name] = Kernel(name, build)
-    return KERNELS[name]
-
-
-def register(name, build):
-    """Register a kernel launched with one signature: `build() -> (dispatcher, argument types)`."""
-
-    def build_all():
-        dispatcher, argtypes = build()
-        return dispatcher, (tuple(argtypes),)
-
-    return add(name, build_all)
+KERNELS = KernelRegistry("CPU")
+add = KERNELS.add
+register = KERNELS.register
 
 
 def kernel(name, *signatures):

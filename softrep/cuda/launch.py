@@ -15,9 +15,8 @@ carries the `kernel(name, *signatures)` decorator, or its module calls
 """
 
 import functools
-from dataclasses import dataclass
 
-from ..primitives.jit import SIMULATOR
+from ..primitives.jit import SIMULATOR, KernelRegistry
 from ..cpu.launch import elementwise_signatures
 
 THREADS = 256
@@ -34,38 +33,9 @@ def grid(n):
 
 # --------------------------------------------------------------------------- registry
 
-KERNELS = {}  # name -> Kernel
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A kernel softrep launches on CUDA.  `build()` returns its Python function
-    (what numba-cuda compiles) and the argument types (a tuple of Numba types)
-    of every launch it can get."""
-
-    name: str
-    build: object
-
-    def signatures(self):
-        return self.build()[1]
-
-
-def add(name, build):
-    """Register `build() -> (python function, signatures)` under `name`; returns the Kernel."""
-    if name in KERNELS:
-        raise ValueError(f"a CUDA kernel named {name!r} is already registered; kernel names must be unique")
-    KERNELS[name] = Kernel(name, build)
-    return KERNELS[name]
-
-
-def register(name, build):
-    """Register a kernel launched with one signature: `build() -> (python function, argument types)`."""
-
-    def build_all():
-        py_func, argtypes = build()
-        return py_func, (tuple(argtypes),)
-
-    return add(name, build_all)
+KERNELS = KernelRegistry("CUDA")
+add = KERNELS.add
+register = KERNELS.register
 
 
 def python_function(dispatcher):

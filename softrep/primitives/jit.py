@@ -27,6 +27,7 @@ nor import anything a kernel calls may carry it.
 """
 
 import hashlib
+from dataclasses import dataclass
 import inspect
 import os
 
@@ -291,3 +292,45 @@ def _install_cuda_cache_locator():
 
 
 _install_cache_locators()
+
+
+# --------------------------------------------------------------------------- kernel registries
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel a backend launches.  `build()` returns what the target compiles
+    (a Numba dispatcher on the CPU, the Python function on CUDA) and the
+    argument types (a tuple of Numba types) of every launch it can get."""
+
+    name: str
+    build: object
+
+    def signatures(self):
+        return self.build()[1]
+
+
+class KernelRegistry(dict):
+    """name -> Kernel, for one target: what the kernel audit compiles and checks
+    (softrep/tools/kernel_audit.py)."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def add(self, name, build):
+        """Register `build() -> (compiled object, signatures)` under `name`; returns the Kernel."""
+        if name in self:
+            raise ValueError(f"a {self.target} kernel named {name!r} is already registered; "
+                             "kernel names must be unique")
+        self[name] = Kernel(name, build)
+        return self[name]
+
+    def register(self, name, build):
+        """Register a kernel launched with one signature: `build() -> (compiled object, argument types)`."""
+
+        def build_all():
+            compiled, argtypes = build()
+            return compiled, (tuple(argtypes),)
+
+        return self.add(name, build_all)
