@@ -65,8 +65,8 @@ def exact_products(a, b):
     ah, al = halves(a)
     bh, bl = halves(b)
     # Dekker's TwoProduct (numpy never contracts a*b+c into an fma): a*b = p + e exactly
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return [p, e]
+    low = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return [p, low]
 
 
 def error_of(result, terms):
@@ -90,7 +90,7 @@ def table(title, header, rows):
         print("  " + "  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
 
 
-def e(v):
+def sci(v):
     return f"{v:.2e}"
 
 
@@ -139,8 +139,8 @@ def main():
                         scale = math.fsum(np.abs(np.concatenate(prods)))  # sum |a_k b_k| (to 2^-53)
                         for name, out in outs.items():
                             worst[name] = max(worst[name], abs(error_of(out[i, j], prods)) / scale)
-                chunked = [e(worst["chunked"]), e(gamma(CHUNK + sum_depth(chunks), u))] if chunks > 1 else ["", ""]
-                rows.append([dtype, kind, k, e(worst["softrep"]), e(worst["torch"]), e(gamma(k, u))] + chunked)
+                chunked = [sci(worst["chunked"]), sci(gamma(CHUNK + sum_depth(chunks), u))] if chunks > 1 else ["", ""]
+                rows.append([dtype, kind, k, sci(worst["softrep"]), sci(worst["torch"]), sci(gamma(k, u))] + chunked)
     table(f"mm (4 x K) @ (K x 4): |error| / sum|a_k b_k|   bound: gamma_K\n"
           f"  chunked: softrep.sum(softrep.bmm(...), 0) over K/{CHUNK} chunks of {CHUNK}, "
           f"bound gamma_({CHUNK} + L(K/{CHUNK}))",
@@ -162,8 +162,8 @@ def main():
                     for name, out in outs.items():
                         worst[name] = max(worst[name], abs(error_of(out[r], [x64])) / scale)
                 depth = sum_depth(n)
-                rows.append([dtype, kind, n, e(worst["softrep"]), e(worst["torch"]), depth, e(gamma(depth, u)),
-                             e(gamma(n - 1, u)), e(gamma((n - 1).bit_length(), u))])
+                rows.append([dtype, kind, n, sci(worst["softrep"]), sci(worst["torch"]), depth, sci(gamma(depth, u)),
+                             sci(gamma(n - 1, u)), sci(gamma((n - 1).bit_length(), u))])
     table("sum of n terms: |error| / sum|x|   bound: gamma_L, L = min(n,128) - 1 + ceil(log2(ceil(n/128)))\n"
           "  (for comparison: the bound of one left-to-right chain, gamma_(n-1), and of a pairwise tree, "
           "gamma_ceil(log2 n))",
@@ -199,8 +199,8 @@ def main():
                 mean_err = gamma(depth + 1, u) * float(abs_sum / n)
                 bound_var = max(bound_var, gamma(depth + 4, u)
                                 + (1 + gamma(depth + 4, u)) * n / (n - 1) * mean_err**2 / float(exact_var))
-            rows_mean.append([offset, n, e(worst_mean["softrep"]), e(worst_mean["torch"]), e(bound_mean)])
-            rows_var.append([offset, n, e(worst_var["softrep"]), e(worst_var["torch"]), e(bound_var)])
+            rows_mean.append([offset, n, sci(worst_mean["softrep"]), sci(worst_mean["torch"]), sci(bound_mean)])
+            rows_var.append([offset, n, sci(worst_var["softrep"]), sci(worst_var["torch"]), sci(bound_var)])
     table("mean of n float32 terms offset + N(0,1): |error| / (sum|x| / n)   bound: gamma_(L+1)",
           ["offset", "n", "softrep", "torch", "bound"], rows_mean)
     table("var (two-pass, correction 1) of the same terms: relative error   bound: gamma_(L+4) + second order",
@@ -236,9 +236,9 @@ def main():
             bounds[0] = max(bounds[0], u * (depth + 1 + 2 * log_n + abs(lse)))
             bounds[1] = max(bounds[1], u * (depth + 3 + log_n + float(np.max(np.abs(z)))))
             bounds[2] = max(bounds[2], u * (depth + 1 + 2 * log_n + float(np.max(np.abs(z) + np.abs(logsoft)))))
-        rows.append([n, e(worst["softrep"][0]), e(worst["torch"][0]), e(bounds[0]),
-                     e(worst["softrep"][1]), e(worst["torch"][1]), e(bounds[1]),
-                     e(worst["softrep"][2]), e(worst["torch"][2]), e(bounds[2])])
+        rows.append([n, sci(worst["softrep"][0]), sci(worst["torch"][0]), sci(bounds[0]),
+                     sci(worst["softrep"][1]), sci(worst["torch"][1]), sci(bounds[1]),
+                     sci(worst["softrep"][2]), sci(worst["torch"][2]), sci(bounds[2])])
     table("logsumexp (absolute error), softmax (largest relative error of an element), log_softmax (largest "
           "absolute error)\n  of a row of n float32 N(0,1) logits; bounds to first order in u",
           ["n", "lse softrep", "torch", "bound", "softmax softrep", "torch", "bound",
@@ -264,7 +264,7 @@ def main():
                     worst[name] = max(worst[name], float(np.max(np.abs(out[r].astype(np.float64) - ref))))
                 bound = max(bound, u * ((depth + 1) * float(np.mean(np.abs(x64))) / s
                                         + (depth + 11) / 2 * float(np.max(np.abs(ref)))))
-            rows.append([offset, n, e(worst["softrep"]), e(worst["torch"]), e(bound)])
+            rows.append([offset, n, sci(worst["softrep"]), sci(worst["torch"]), sci(bound)])
     table("layer_norm (no weight or bias) of a row of n float32 terms offset + N(0,1): largest absolute error\n"
           "  bound to first order: u ((L+1) mean|x| / s + (L+11)/2 max|xhat|)",
           ["offset", "n", "softrep", "torch", "bound"], rows)
