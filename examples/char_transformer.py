@@ -3,8 +3,13 @@
 The text is the Zen of Python, which ships with every Python (the `this`
 module) and has not changed in decades, so the data -- and therefore the
 fingerprints this prints -- are the same on every machine and Python version.
+The run checks its three fingerprints against the published values below
+(REFERENCE, also in examples/README.md and CHANGELOG.md), published for the
+default 150 steps and for a short run of 10 steps:
 
     python examples/char_transformer.py [--device cuda] [--steps 150]
+
+Exit code 1 when a published configuration does not reproduce its values.
 """
 
 import argparse
@@ -12,35 +17,51 @@ import codecs
 import contextlib
 import io
 import os
+import sys
 
 import torch
 
 import softrep
 import softrep.nn as snn
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("--device", default="cpu")
-parser.add_argument("--steps", type=int, default=150)
-args = parser.parse_args()
-
-with contextlib.redirect_stdout(io.StringIO()):  # importing `this` prints the Zen
-    import this
-text = codecs.decode(this.s, "rot13")
-vocab = sorted(set(text))
-data = torch.tensor([vocab.index(c) for c in text], device=args.device)
 CONTEXT, WIDTH, BATCH = 32, 32, 16
-SAMPLE_LENGTH = int(os.environ.get("SOFTREP_EXAMPLE_BATCHES", 80))  # the tests decode fewer characters
-gen = softrep.Generator(7)
+SEED, LEARNING_RATE, STEPS = 7, 3e-3, 150
+SHORT_STEPS = 10  # the configuration tests/test_examples.py runs
+# characters decoded after training; tests that only compare two runs decode fewer
+SAMPLE_LENGTH = int(os.environ.get("SOFTREP_EXAMPLE_BATCHES", 80))
+
+# The published reference fingerprints per number of training steps (the
+# initial model does not depend on it).  A change to any algorithm on the path
+# -- a rounding primitive, a reduction order, exp/log, Philox, an initialiser,
+# AdamW -- moves them; CHANGELOG.md lists every move with its reason.
+REFERENCE = {
+    STEPS: {
+        "initial model": "51655330bdd2f84d10ac7f3e4eab79be7ad923aef22d605b28b4381331e02ff0",
+        "trained model": "0aec4d7b9ff45da60d6ac0fa199381b430ddfc4b9cc74b934ca89446db3781f6",
+        "last logits": "328c91ffbb1f1e107ffc7200f797c48b680a1391e262fa7cce8cc1fb3a08a828",
+    },
+    SHORT_STEPS: {
+        "initial model": "51655330bdd2f84d10ac7f3e4eab79be7ad923aef22d605b28b4381331e02ff0",
+        "trained model": "d9ad7d4a91895faa42edc348f7d36e93c8d22e909e212a6fcd3bbeb8381eda46",
+        "last logits": "647f96d3a38d50511ab41506282eac38b3373b431ed24bc4d85836ed7f756d07",
+    },
+}
+
+
+def zen_of_python():
+    with contextlib.redirect_stdout(io.StringIO()):  # importing `this` prints the Zen
+        import this
+    return codecs.decode(this.s, "rot13")
 
 
 class CharLM(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, vocab_size, generator):
         super().__init__()
-        self.tokens = snn.Embedding(len(vocab), WIDTH, generator=gen)
-        self.positions = snn.Embedding(CONTEXT, WIDTH, generator=gen)
+        self.tokens = snn.Embedding(vocab_size, WIDTH, generator=generator)
+        self.positions = snn.Embedding(CONTEXT, WIDTH, generator=generator)
         self.block = snn.TransformerEncoderLayer(WIDTH, nhead=2, dim_feedforward=64, dropout=0.1,
-                                                 batch_first=True, norm_first=True, generator=gen)
-        self.head = snn.Linear(WIDTH, len(vocab), generator=gen)
+                                                 batch_first=True, norm_first=True, generator=generator)
+        self.head = snn.Linear(WIDTH, vocab_size, generator=generator)
 
     def forward(self, idx):
         h = softrep.add(self.tokens(idx), self.positions(torch.arange(idx.shape[1], device=idx.device)))
@@ -48,27 +69,71 @@ class CharLM(torch.nn.Module):
         return self.head(self.block(h, src_mask=mask, is_causal=True))
 
 
-model = CharLM().to(args.device)
-print("initial model ", softrep.fingerprint(model))
-optimizer = softrep.optim.AdamW(model.parameters(), lr=3e-3)
-loss_fn = snn.CrossEntropyLoss()
-for step in range(args.steps):
-    start = softrep.randint(len(data) - CONTEXT - 1, (BATCH,), generator=gen, device=args.device)
-    window = start[:, None] + torch.arange(CONTEXT + 1, device=args.device)
-    x, y = data[window[:, :-1]], data[window[:, 1:]]
-    loss = loss_fn(model(x).reshape(-1, len(vocab)), y.reshape(-1))
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    if step % 25 == 0 or step == args.steps - 1:
-        print(f"step {step:4d}  loss {loss.item():.4f}")
+def run(steps=STEPS, device="cpu", log=print):
+    """Train for `steps` steps, then decode greedily; returns the three
+    fingerprints and the decoded sample."""
+    text = zen_of_python()
+    vocab = sorted(set(text))
+    data = torch.tensor([vocab.index(c) for c in text], device=device)
+    gen = softrep.Generator(SEED)  # the one source of randomness: init, batches, dropout
 
-model.eval()
-idx = data[:CONTEXT].clone()
-with torch.no_grad():
-    for _ in range(SAMPLE_LENGTH):  # greedy decoding: argmax is exact, so the sample is reproducible too
-        logits = model(idx[None, -CONTEXT:])[0, -1]
-        idx = torch.cat([idx, logits.argmax().reshape(1)])
-print("trained model ", softrep.fingerprint(model))
-print("last logits   ", softrep.fingerprint(logits))
-print("sample:", repr("".join(vocab[i] for i in idx[CONTEXT:].tolist())))
+    model = CharLM(len(vocab), gen).to(device)
+    result = {"initial model": softrep.fingerprint(model)}
+    optimizer = softrep.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+    loss_fn = snn.CrossEntropyLoss()
+    for step in range(steps):
+        start = softrep.randint(len(data) - CONTEXT - 1, (BATCH,), generator=gen, device=device)
+        window = start[:, None] + torch.arange(CONTEXT + 1, device=device)
+        x, y = data[window[:, :-1]], data[window[:, 1:]]
+        loss = loss_fn(model(x).reshape(-1, len(vocab)), y.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 25 == 0 or step == steps - 1:
+            log(f"step {step:4d}  loss {loss.item():.4f}")
+
+    model.eval()
+    idx = data[:CONTEXT].clone()
+    with torch.no_grad():
+        for _ in range(SAMPLE_LENGTH):  # greedy decoding: argmax is exact, so the sample is reproducible too
+            logits = model(idx[None, -CONTEXT:])[0, -1]
+            idx = torch.cat([idx, logits.argmax().reshape(1)])
+    result["trained model"] = softrep.fingerprint(model)
+    result["last logits"] = softrep.fingerprint(logits)
+    result["sample"] = "".join(vocab[i] for i in idx[CONTEXT:].tolist())
+    return result
+
+
+def verdict(result, steps):
+    """The verdict line for a run of `steps` steps, and whether it passes."""
+    reference = REFERENCE.get(steps)
+    if reference is None:
+        return (f"VERDICT: not comparable: reference fingerprints are published for "
+                f"--steps {' and '.join(map(str, sorted(REFERENCE, reverse=True)))} only."), True
+    differing = [name for name, value in reference.items() if result[name] != value]
+    if differing:
+        return (f"VERDICT: MISMATCH with the published reference fingerprints for {steps} steps "
+                f"({', '.join(differing)} differ; CHANGELOG.md lists the changes that move them)."), False
+    return (f"VERDICT: all three fingerprints equal the published reference fingerprints for {steps} steps "
+            "(examples/README.md): this machine computed the same bits as the run that published them."), True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--steps", type=int, default=STEPS,
+                        help=f"training steps (default {STEPS}; reference values for {STEPS} and {SHORT_STEPS})")
+    args = parser.parse_args(argv)
+    if args.steps < 0:
+        parser.error(f"argument --steps: must be at least 0, got {args.steps}")
+    result = run(args.steps, args.device)
+    for name in ("initial model", "trained model", "last logits"):
+        print(f"{name:14}", result[name])
+    print("sample:", repr(result["sample"]))
+    line, ok = verdict(result, args.steps)
+    print(line)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

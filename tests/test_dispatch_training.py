@@ -7,6 +7,7 @@ and exact emulation) and, for the op classes, op lists written out by hand."""
 
 import os
 import pathlib
+import contextlib
 import runpy
 import sys
 
@@ -389,11 +390,11 @@ def _run_script(path, args, mode=None, capsys=None):
     saved = sys.argv
     sys.argv = [str(path), *args]
     try:
-        if mode is None:
-            runpy.run_path(str(path), run_name="__main__")
-        else:
-            with mode:
+        with mode if mode is not None else contextlib.nullcontext():
+            try:
                 runpy.run_path(str(path), run_name="__main__")
+            except SystemExit as exit_:  # an example that ends with sys.exit(main())
+                assert exit_.code in (0, None), f"{path.name} exited with {exit_.code}"
     finally:
         sys.argv = saved
     return capsys.readouterr().out
