@@ -5,9 +5,9 @@ norms, pooling, embedding, attention, torch's random ops, and the examples.
 References are the explicit softrep API (whose own tests check it against MPFR
 and exact emulation) and, for the op classes, op lists written out by hand."""
 
+import contextlib
 import os
 import pathlib
-import contextlib
 import runpy
 import sys
 
