@@ -257,9 +257,9 @@ def extreme_scan(x, start, stop, largest):
 
 
 @jitable
-def extreme_value(x, at):
-    """The value of the winner x[at] as an amax/amin result: any NaN canonical."""
-    return canonical(x[at])
+def extreme_value(winner):
+    """The amax/amin result from the winning element's value: any NaN canonical."""
+    return canonical(winner)
 
 
 # ------------------------------------------------------------------ terms and block partials

@@ -4,7 +4,7 @@ Input is a 2-D view x[M, n]: M outputs, n reduced elements each in the
 documented logical order (the op layer permutes and reshapes).  This module
 only decides which blocks and outputs advance together and on which thread;
 every value comes from softrep/algorithms/reduction.py: the block-partial
-steps of a `TermSum` (`begin`, `extend`, `block`; `extend_values_f32x8` for
+steps of a `TermSum` (`begin`, `extend`; `extend_values_f32x8` for
 8 blocks in the lanes of one vector), `sum_from_partials` for the tree, and
 `order_key` / `improves` / `extreme_scan` / `extreme_value` for max and min.
 
@@ -123,10 +123,17 @@ def _tile_columns(tile, k):
                            load_f32x8(tile, k + 7 * BLOCK))
 
 
-@register_jitable
-def _sum_blocks_f32x8(dst, row, start, out_index):
+def _vector_group(dst, row, start, out_index):
     """dst[out_index + j] = partial of row[start + 128 j : start + 128 (j + 1)],
-    j = 0..7; float32, `row` of unit stride, all blocks full."""
+    j = 0..7, as the lanes of one float32x8 vector, and True -- when dst and
+    row are float32 and dst is C-contiguous (`row` must have unit stride and
+    hold all 8 blocks); otherwise False (nothing done)."""
+
+
+def _sum_blocks_f32x8(dst, row, start, out_index):
+    # The implementation of _vector_group for float32, itself the function
+    # row_group calls: one more call level passing the arrays would cost four
+    # reference-count updates per work item.
     tile = _stack_copy(row, start)
     c0, c1, c2, c3, c4, c5, c6, c7 = _tile_columns(tile, 0)
     c8, c9, c10, c11, c12, c13, c14, c15 = _tile_columns(tile, LANES)
@@ -166,23 +173,18 @@ def _sum_blocks_f32x8(dst, row, start, out_index):
         p = extend_values_f32x8(p, c14)
         p = extend_values_f32x8(p, c15)
     store_f32x8(dst, out_index, p)
+    return True
 
 
-def _vector_group(dst, row, start, out_index):
-    """Sum WORK_BLOCKS full blocks with _sum_blocks_f32x8 when the types
-    allow; False if not done."""
+def _no_vector_group(dst, row, start, out_index):
+    return False
 
 
 @overload(_vector_group)
 def _vector_group_impl(dst, row, start, out_index):
     if row.dtype == types.float32 and dst.dtype == types.float32 and dst.layout == "C":
-        def impl(dst, row, start, out_index):
-            _sum_blocks_f32x8(dst, row, start, out_index)
-            return True
-    else:
-        def impl(dst, row, start, out_index):
-            return False
-    return impl
+        return _sum_blocks_f32x8
+    return _no_vector_group
 
 
 # Each parallel loop below calls a separately compiled (non-parallel) function
@@ -193,7 +195,7 @@ def _vector_group_impl(dst, row, start, out_index):
 @functools.lru_cache(maxsize=None)
 def _sum_kernels(sums):
     plain_values = sums is VALUES  # a compile-time constant in the kernels below
-    begin, extend, block = sums.begin, sums.extend, sums.block
+    begin, extend = sums.begin, sums.extend
 
     @njit(cache=True)
     def row_eight(dst, row, c, j0, nb, n):
@@ -226,9 +228,14 @@ def _sum_kernels(sums):
             dst[j0 + 6] = p6
             dst[j0 + 7] = p7
         else:
+            # One block at a time (`block`'s steps, written out: a call passing
+            # the row would cost two reference-count updates per block).
             for j in range(j0, min(j0 + INTERLEAVE, nb)):
                 s = j * BLOCK
-                dst[j] = block(row, s, min(s + BLOCK, n), c)
+                p = begin(row[s], c)
+                for k in range(s + 1, min(s + BLOCK, n)):
+                    p = extend(p, row[k], c)
+                dst[j] = p
 
     @njit(cache=True)
     def row_group(dst, row, c, j0, nb, n, unit_stride):
@@ -276,17 +283,12 @@ def _sum_kernels(sums):
     return row_partials, column_partials
 
 
-@njit(cache=True)
-def _tree_row(row, nb):
-    return sum_from_partials(row, nb)
-
-
 @njit(parallel=True, cache=True)
 def _combine(out, P):
     # P[i, :] are the block partials of output i (any strides); P is scratch.
     M, nb = P.shape
     for i in prange(M):
-        out[i] = _tree_row(P[i], nb)
+        out[i] = sum_from_partials(P[i], nb)
 
 
 def _outputs_contiguous(x):
@@ -376,7 +378,7 @@ def _extreme_combine(values, indices, x, K, I):
                 best = K[i, c]
                 at = I[i, c]
         indices[i] = at
-        values[i] = extreme_value(x[i], at)
+        values[i] = extreme_value(x[i, at])
 
 
 def extreme(values, indices, x, largest):

@@ -124,7 +124,7 @@ def _extreme(values, indices, x, largest):
     for i in range(start, M, step):
         best, at = extreme_scan(x[i], 0, n, largest)
         indices[i] = at
-        values[i] = extreme_value(x[i], at)
+        values[i] = extreme_value(x[i, at])
 
 
 def extreme(stream, values, indices, x, largest):
