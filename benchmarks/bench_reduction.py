@@ -35,11 +35,15 @@ def main():
         return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
 
     big = tensor(10**7)
+    rows64 = tensor(10**5, 64)
+    rows256 = tensor(4 * 10**4, 256)
     rows = tensor(10**4, 1000)
     cols = tensor(1000, 10**4)
     nchw = tensor(32, 64, 56, 56)
     cases = [
         ("sum, 1e7 float32, all", lambda m: m.sum(big)),
+        ("sum, [1e5, 64] dim 1", lambda m: m.sum(rows64, 1)),
+        ("sum, [4e4, 256] dim 1", lambda m: m.sum(rows256, 1)),
         ("sum, [1e4, 1000] dim 1", lambda m: m.sum(rows, 1)),
         ("sum, [1000, 1e4] dim 0", lambda m: m.sum(cols, 0)),
         ("sum, [32,64,56,56] dims (0,2,3)", lambda m: m.sum(nchw, (0, 2, 3))),
@@ -47,6 +51,8 @@ def main():
         ("var, [1e4, 1000] dim 1", lambda m: m.var(rows, 1)),
         ("amax, [1e4, 1000] dim 1", lambda m: m.amax(rows, 1)),
         ("argmax, 1e7 float32", lambda m: m.argmax(big)),
+        ("BatchNorm stats: mean, var [32,64,56,56] dims (0,2,3)",
+         lambda m: (m.mean(nchw, (0, 2, 3)), m.var(nchw, (0, 2, 3)))),
     ]
 
     def best(fn):

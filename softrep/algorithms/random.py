@@ -5,8 +5,12 @@ Element i of a draw with generator key `key` and draw offset `offset` is a
 function of the Philox words of (key, offset, i) alone
 (`softrep.primitives.philox.element_words`), so the result never depends on
 the device, the thread count or the launch shape.  The CPU launchers
-(softrep/cpu/random_ops.py), the CUDA launchers (softrep/cuda/random_ops.py)
-and the simulator all call these functions.
+(softrep/cpu/random_ops.py, softrep/cpu/philox.py), the CUDA launchers
+(softrep/cuda/random_ops.py, softrep/cuda/philox.py) and the simulator all
+call these functions.
+
+Launchers receive the generator's key and the draw's offset as four 32-bit
+halves (kernel arguments are int64) and join them with `key_offset`.
 """
 
 import numpy as np
@@ -52,11 +56,26 @@ def normal_f32(w0, w1):
     return mul_rn(r, cos_f32(theta))
 
 
+SHIFT32 = np.uint64(32)
+
+
 @jitable
 def key_offset(key_lo, key_hi, off_lo, off_hi):
-    key = np.uint64(key_lo) | (np.uint64(key_hi) << np.uint64(32))
-    offset = np.uint64(off_lo) | (np.uint64(off_hi) << np.uint64(32))
+    """(key, offset) as uint64 from their low and high 32-bit halves."""
+    key = np.uint64(key_lo) | (np.uint64(key_hi) << SHIFT32)
+    offset = np.uint64(off_lo) | (np.uint64(off_hi) << SHIFT32)
     return key, offset
+
+
+@jitable
+def store_element_words(out, key, offset, i):
+    """out[4i : 4i + 4] = the four Philox words of element i, as int64 (the raw
+    draw behind softrep's Generator)."""
+    w0, w1, w2, w3 = element_words(key, offset, np.uint64(i))
+    out[4 * i] = np.int64(w0)
+    out[4 * i + 1] = np.int64(w1)
+    out[4 * i + 2] = np.int64(w2)
+    out[4 * i + 3] = np.int64(w3)
 
 
 @jitable

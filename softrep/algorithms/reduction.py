@@ -12,15 +12,31 @@ one order, which depends only on the number n of terms:
   where at each level an odd last partial moves up unchanged;
 * n = 0 gives +0.
 
-Three equivalent ways to follow it are provided, for three kinds of kernel:
+This module is the only place where the reduction kernels do arithmetic; the
+CPU and CUDA kernels (softrep/cpu/reduce.py, softrep/cuda/reduce.py) only
+choose which outputs and blocks advance together and call these functions.
 
-1. `block_sum` + `tree_inplace`: compute all block partials (in parallel, one
-   per thread or per loop iteration), then combine them.  `tree_inplace` runs
-   the tree level by level on a scratch array.  An aligned run of 2**k
-   partials always reduces to one node of the tree (the pairing at level
-   l < k never crosses a multiple of 2**(k-l)), so a long row of partials may
-   be combined in groups of 2**k first and the group results combined after:
-   same bits.
+Block partials of a sum of term(x[k], c) (`TermSum`, one per term:
+`VALUES` and `CENTERED_SQUARES`):
+
+* `begin(x, c)` is the partial after a block's first term, `extend(p, x, c)`
+  the partial after one more term.  A block's partial is begin on its first
+  term followed by extend on each later term in order; a kernel may interleave
+  the steps of several blocks or outputs (the CPU advances 8 blocks, or 256
+  outputs, side by side) as long as each partial sees exactly this sequence.
+* `block(x, start, stop, c)` is that sequence for one block of a 1-D array.
+* `extend_values_f32x8` is `VALUES.extend` on 8 float32 partials at once, one
+  per lane of a vector (softrep.primitives.vector): the CPU's transposed
+  8-blocks-per-vector form of the same sequences.
+
+The tree, in three equivalent forms, for three kinds of kernel:
+
+1. `tree_inplace` / `sum_from_partials`: all block partials computed first (in
+   parallel, one per thread or per loop iteration), then combined level by
+   level on a scratch array.  An aligned run of 2**k partials always reduces
+   to one node of the tree (the pairing at level l < k never crosses a
+   multiple of 2**(k-l)), so a long row of partials may be combined in groups
+   of 2**k first and the group results combined after: same bits.
 2. `tree_push` / `tree_total`: the same tree as a streaming binary counter over
    block partials, with a stack of at most 63 partials (one per bit of the
    block count).
@@ -38,14 +54,21 @@ numba.float32)` on CUDA, `np.empty(STACK, np.float32)` on the CPU):
         count = stream_add(stack, count, term(i))
     total = stream_total(stack, count)
 
-All additions are `add_rn`; nothing here depends on threads or layout.
+All additions are `add_rn` (lane-wise `add_rn_f32x8` for vectors); nothing
+here depends on threads or layout.
+
+amax, amin, argmax and argmin compare `order_key`s (below) with `improves`, in
+increasing index order, so that ties keep the first index.
 """
+
+from typing import Callable, NamedTuple
 
 import numpy as np
 from numba.core import types as _types
 
 from ..primitives.jit import bitcast, by_type
-from ..primitives.rounding import ZERO32, ZERO64, add_rn, jitable, mul_rn, sub_rn
+from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, jitable, mul_rn, sub_rn
+from ..primitives.vector import add_rn_f32x8
 
 BLOCK = 128  # terms per block partial
 STACK = 64  # stack entries for tree_push / stream_add (63 levels + the open block)
@@ -58,17 +81,6 @@ def zero_like(x):
 
 
 by_type(zero_like, {_types.float32: lambda x: ZERO32, _types.float64: lambda x: ZERO64})
-
-
-@jitable
-def block_sum(x, start, stop):
-    """Partial of one block: x[start] + x[start+1] + ... + x[stop-1], left to right.
-
-    `x` is a 1-D array (any stride); start < stop."""
-    p = x[start]
-    for i in range(start + 1, stop):
-        p = add_rn(p, x[i])
-    return p
 
 
 @jitable
@@ -87,6 +99,13 @@ def tree_inplace(p, start, count):
             p[start + half] = p[start + width - 1]
         width = width - half
     return p[start]
+
+
+@jitable
+def sum_from_partials(p, count):
+    """The documented sum from its block partials p[0:count] (count >= 1): the
+    tree's total, any NaN made canonical.  Overwrites p[0:count]."""
+    return canonical(tree_inplace(p, 0, count))
 
 
 @jitable
@@ -215,7 +234,35 @@ def order_key(x, largest):
 by_type(order_key, {_types.float32: _key32, _types.float64: _key64})
 
 
-# ------------------------------------------------------------------ terms
+@jitable
+def improves(key, best):
+    """Whether a candidate with order key `key`, met after the current winner
+    with key `best` in increasing index order, replaces it: only when strictly
+    better, so that ties keep the first index."""
+    return key > best
+
+
+@jitable
+def extreme_scan(x, start, stop, largest):
+    """(best key, its first index) over x[start:stop] (start < stop) for amax
+    (largest=True) or amin."""
+    best = order_key(x[start], largest)
+    at = start
+    for k in range(start + 1, stop):
+        key = order_key(x[k], largest)
+        if improves(key, best):
+            best = key
+            at = k
+    return best, at
+
+
+@jitable
+def extreme_value(winner):
+    """The amax/amin result from the winning element's value: any NaN canonical."""
+    return canonical(winner)
+
+
+# ------------------------------------------------------------------ terms and block partials
 
 # The sum kernels add term(x, c) for each element x of a row whose output has
 # the per-output value c.  `sum` adds the elements themselves; `var` adds the
@@ -232,3 +279,55 @@ def term_value(x, c):
 def term_centered_square(x, c):
     d = sub_rn(x, c)
     return mul_rn(d, d)
+
+
+class TermSum(NamedTuple):
+    """The block-partial steps of the documented sum of term(x[k], c) over k."""
+
+    term: Callable  # term(x, c): the value added for element x
+    begin: Callable  # begin(x, c): a block's partial after its first term
+    extend: Callable  # extend(p, x, c): partial p after one more term
+    block: Callable  # block(x, start, stop, c): the partial of x[start:stop], start < stop
+
+
+def term_sum(term):
+    """The jitable `TermSum` steps for `term` (a jitable term(x, c))."""
+
+    @jitable
+    def begin(x, c):
+        # the first term itself, not +0 + term: a block of -0 terms sums to -0
+        return term(x, c)
+
+    @jitable
+    def extend(p, x, c):
+        return add_rn(p, term(x, c))
+
+    @jitable
+    def block(x, start, stop, c):
+        p = begin(x[start], c)
+        for k in range(start + 1, stop):
+            p = extend(p, x[k], c)
+        return p
+
+    return TermSum(term, begin, extend, block)
+
+
+VALUES = term_sum(term_value)
+CENTERED_SQUARES = term_sum(term_centered_square)
+_values_block = VALUES.block
+
+
+@jitable
+def block_sum(x, start, stop):
+    """Partial of one block: x[start] + x[start+1] + ... + x[stop-1], left to right.
+
+    `x` is a 1-D array (any stride); start < stop."""
+    return _values_block(x, start, stop, x[start])
+
+
+@jitable
+def extend_values_f32x8(p, x):
+    """`VALUES.extend` on 8 float32 block partials at once: lane j of the result
+    is add_rn(p[j], x[j]), lane j of p being the partial of its own block and
+    x[j] that block's next element."""
+    return add_rn_f32x8(p, x)

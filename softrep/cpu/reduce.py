@@ -1,26 +1,33 @@
-"""CPU launchers for the reductions (sum order of docs/order.md, and max/min).
+"""CPU schedules of the reductions (sum order of docs/order.md, and max/min).
 
 Input is a 2-D view x[M, n]: M outputs, n reduced elements each in the
-documented logical order (the op layer permutes and reshapes).  A sum runs in
-two passes, both parallel over independent work items:
+documented logical order (the op layer permutes and reshapes).  This module
+only decides which blocks and outputs advance together and on which thread;
+every value comes from softrep/algorithms/reduction.py: the block-partial
+steps of a `TermSum` (`begin`, `extend`; `extend_values_f32x8` for
+8 blocks in the lanes of one vector), `sum_from_partials` for the tree, and
+`order_key` / `improves` / `extreme_scan` / `extreme_value` for max and min.
 
-1. block partials: P[i, j] = the left-to-right sum of block j of row i.
+A sum runs in two passes, both parallel over independent work items:
+
+1. block partials: P[i, j] = the partial of block j of row i.
    Work items are (row, group of 8 blocks) when rows are contiguous -- the 8
-   blocks of a group are 8 independent dependency chains, each still added
-   left to right: one <8 x float> vector, lane j = block j, for float32 sums
-   of unit stride (`_sum_blocks_f32`), else 8 interleaved scalar chains -- and
-   (block, chunk of outputs) when the outputs are contiguous (x[:, k] is a
-   contiguous vector, e.g. dim 0 of a row-major matrix): then the inner loop
-   runs over outputs and vectorises, each output still adding its own block
-   left to right.
-2. the tree over each row of partials, level by level (`tree_inplace`).
+   blocks of a group are 8 independent dependency chains, each still begun
+   with its first element and extended left to right: one float32x8 vector,
+   lane j = block j, for float32 sums of unit stride (`_sum_blocks_f32x8`),
+   else 8 interleaved scalar chains -- and (block, chunk of outputs) when the
+   outputs are contiguous (x[:, k] is a contiguous vector, e.g. dim 0 of a
+   row-major matrix): then the inner loop runs over outputs and vectorises,
+   each output still extending its own block's partial left to right.
+2. the tree over each row of partials, level by level (`sum_from_partials`).
 
 Neither the split into work items nor the thread count enters any addition:
 every partial and every tree node is a fixed function of n.
 
 Max/min/argmax compare with a total order and break ties by index, so their
 results do not depend on how the work is split; they use the same two passes
-(chunk winners, then the winner of the chunks).
+(chunk winners, then the winner of the chunks, both in increasing index
+order).
 """
 
 import functools
@@ -29,27 +36,31 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic, overload, register_jitable
+from numba.np.arrayobj import populate_array
 
-from ..algorithms.reduction import BLOCK, order_key, term_centered_square, term_value, tree_inplace
-from ..primitives.rounding import add_rn, canonical
+from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
+                                    improves, order_key, extreme_scan, sum_from_partials)
+from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 
 INTERLEAVE = 8  # blocks summed side by side by one work item (row layout)
 OUTPUT_CHUNK = 256  # outputs per work item (column layout)
 EXTREME_CHUNK = 4096  # elements per work item for max/min
+WORK_BLOCKS = INTERLEAVE  # blocks per work item of the row layout
 
 
 # ------------------------------------------------------------------ 8 blocks per vector
 #
 # The block partials of a float32 sum with unit stride: 8 consecutive blocks
-# advance together, one <8 x float> lane per block.  Each step loads 8
-# consecutive elements of each of the 8 blocks (8 vector loads), transposes
-# that 8x8 tile in registers (shufflevector), and adds its 8 columns to the
-# accumulator in k order -- so lane j computes exactly
+# advance together, one lane of a float32x8 vector (softrep.primitives.vector)
+# per block.  Each step loads 8 consecutive elements of each of the 8 blocks
+# (8 vector loads), transposes that 8x8 tile in registers (shuffles), and
+# applies `extend_values_f32x8` to its 8 columns in k order -- so lane j
+# computes exactly
 #   ((x[j,0] + x[j,1]) + x[j,2]) + ... + x[j,127],
-# block j's left-to-right sum of docs/order.md, with IEEE fadd (no fast-math
-# flags: round to nearest, no reassociation).  Scalar chains were
-# compute-bound at ~1 ns per element per core; this is memory-bound.
+# block j's left-to-right sum of docs/order.md, one IEEE add_rn per element.
+# Scalar chains were compute-bound at ~1 ns per element per core; this is
+# memory-bound.
 #
 # The tile order touches the work item's cache lines 8 blocks (512 bytes)
 # apart, a pattern the hardware prefetcher follows poorly: from DRAM it ran at
@@ -59,105 +70,121 @@ EXTREME_CHUNK = 4096  # elements per work item for max/min
 # threads: 3.5 -> 2.2 ms on the development VM).  The copy changes no value.
 
 _F32 = ir.FloatType()
-_V8 = ir.VectorType(_F32, 8)
+_V8 = ir.VectorType(_F32, LANES)
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _PREFETCH_AHEAD = 4096  # elements (16 KB) ahead of the copy, into L2
-VECTOR_GROUPS = 1  # groups of 8 blocks per vector work item
-WORK_BLOCKS = INTERLEAVE * VECTOR_GROUPS  # blocks per work item of the row layout
-
-
-def _shuffle(builder, a, b, lanes):
-    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, 8), [ir.Constant(_I32, i) for i in lanes]))
-
-
-def _transpose8(builder, rows):
-    """Columns of the 8x8 tile whose rows are `rows`: column k = [rows[j][k] for j]."""
-    lo, hi = [0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15]
-    t = []
-    for p in range(0, 8, 2):
-        t += [_shuffle(builder, rows[p], rows[p + 1], lo), _shuffle(builder, rows[p], rows[p + 1], hi)]
-    a, b = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
-    u = [_shuffle(builder, t[q], t[q + 2], m) for q in (0, 1, 4, 5) for m in (a, b)]
-    l4, h4 = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
-    return [_shuffle(builder, u[q], u[q + 4], l4) for q in range(4)] + \
-        [_shuffle(builder, u[q], u[q + 4], h4) for q in range(4)]
+_WORK_SPAN = WORK_BLOCKS * BLOCK  # elements of one vector work item
+_TILE = types.Array(types.float32, 1, "C")
 
 
 @intrinsic
-def _sum_blocks_f32(typingctx, dst, row, start, out_index):
-    """dst[out_index + j] = left-to-right sum of row[start + 128 j : start + 128 (j + 1)],
-    j = 0..8*VECTOR_GROUPS-1; float32, `row` of unit stride, all blocks full."""
-    sig = types.void(dst, row, start, out_index)
+def _stack_copy(typingctx, row, start):
+    """row[start : start + WORK_BLOCKS * BLOCK] copied, in address order, into a
+    float32 array on the caller's stack (valid until the caller returns);
+    `row` of unit stride, float32.  Prefetches _PREFETCH_AHEAD elements ahead."""
+    if not (isinstance(row, types.Array) and row.ndim == 1 and row.dtype == types.float32
+            and isinstance(start, types.Integer)):
+        return None
+    sig = _TILE(row, start)
 
     def codegen(context, builder, signature, args):
-        d = context.make_array(signature.args[0])(context, builder, args[0])
-        r = context.make_array(signature.args[1])(context, builder, args[1])
+        r = context.make_array(signature.args[0])(context, builder, args[0])
         vector_ptr, byte_ptr = _V8.as_pointer(), ir.IntType(8).as_pointer()
         prefetch = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
-
-        span = WORK_BLOCKS * BLOCK  # elements of one work item
-        source = builder.gep(r.data, [args[2]])
-        copy = cgutils.alloca_once(builder, _F32, size=ir.Constant(_I64, span))
-        with cgutils.for_range_slice(builder, ir.Constant(_I64, 0), ir.Constant(_I64, span),
+        first = context.cast(builder, args[1], signature.args[1], types.intp)
+        source = builder.gep(r.data, [first])
+        copy = cgutils.alloca_once(builder, _F32, size=ir.Constant(_I64, _WORK_SPAN))
+        with cgutils.for_range_slice(builder, ir.Constant(_I64, 0), ir.Constant(_I64, _WORK_SPAN),
                                      ir.Constant(_I64, 32)) as (i, _):
             for line in (0, 16):  # one prefetch per 64-byte line
                 ahead = builder.gep(source, [builder.add(i, ir.Constant(_I64, _PREFETCH_AHEAD + line))])
                 builder.call(prefetch, [builder.bitcast(ahead, byte_ptr)] + [ir.Constant(_I32, v) for v in (0, 2, 1)])
-            for q in range(0, 32, 8):
+            for q in range(0, 32, LANES):
                 at = builder.add(i, ir.Constant(_I64, q))
                 value = builder.load(builder.bitcast(builder.gep(source, [at]), vector_ptr), align=4)
                 builder.store(value, builder.bitcast(builder.gep(copy, [at]), vector_ptr), align=4)
-
-        def columns(base, k):
-            rows = []
-            for j in range(8):
-                here = builder.gep(base, [builder.add(k, ir.Constant(_I64, j * BLOCK))])
-                rows.append(builder.load(builder.bitcast(here, vector_ptr), align=4))
-            return _transpose8(builder, rows)
-
-        bases = [builder.gep(copy, [ir.Constant(_I64, 8 * BLOCK * g)]) for g in range(VECTOR_GROUPS)]
-        slots = []
-        for base in bases:
-            first = columns(base, ir.Constant(_I64, 0)) + columns(base, ir.Constant(_I64, 8))
-            acc = first[0]  # the partial starts at element 0, as the scalar chain does
-            for column in first[1:]:
-                acc = builder.fadd(acc, column)
-            slots.append(cgutils.alloca_once_value(builder, acc))
-        with cgutils.for_range_slice(builder, ir.Constant(_I64, 16), ir.Constant(_I64, BLOCK),
-                                     ir.Constant(_I64, 16)) as (k, _):
-            # Several groups' accumulators are independent chains, interleaved.
-            tiles = [columns(base, k) + columns(base, builder.add(k, ir.Constant(_I64, 8)))
-                     for base in bases]
-            accs = [builder.load(slot) for slot in slots]
-            for step in range(16):
-                accs = [builder.fadd(acc, tile[step]) for acc, tile in zip(accs, tiles)]
-            for slot, acc in zip(slots, accs):
-                builder.store(acc, slot)
-        for g, slot in enumerate(slots):
-            out = builder.gep(d.data, [builder.add(args[3], ir.Constant(_I64, 8 * g))])
-            builder.store(builder.load(slot), builder.bitcast(out, vector_ptr), align=4)
-        return context.get_dummy_value()
+        tile = context.make_array(signature.return_type)(context, builder)
+        intp = context.get_value_type(types.intp)
+        populate_array(tile, data=copy, shape=[ir.Constant(intp, _WORK_SPAN)], strides=[ir.Constant(intp, 4)],
+                       itemsize=ir.Constant(intp, 4), meminfo=None)
+        return tile._getvalue()
 
     return sig, codegen
 
 
+@register_jitable
+def _tile_columns(tile, k):
+    """Columns k .. k+7 of the 8 blocks of `tile`: column k + q = element k + q of each block."""
+    return transpose_f32x8(load_f32x8(tile, k), load_f32x8(tile, k + BLOCK), load_f32x8(tile, k + 2 * BLOCK),
+                           load_f32x8(tile, k + 3 * BLOCK), load_f32x8(tile, k + 4 * BLOCK),
+                           load_f32x8(tile, k + 5 * BLOCK), load_f32x8(tile, k + 6 * BLOCK),
+                           load_f32x8(tile, k + 7 * BLOCK))
+
+
 def _vector_group(dst, row, start, out_index):
-    """Sum INTERLEAVE * VECTOR_GROUPS full blocks with _sum_blocks_f32 when the dtype
-    allows; False if not done."""
+    """dst[out_index + j] = partial of row[start + 128 j : start + 128 (j + 1)],
+    j = 0..7, as the lanes of one float32x8 vector, and True -- when dst and
+    row are float32 and dst is C-contiguous (`row` must have unit stride and
+    hold all 8 blocks); otherwise False (nothing done)."""
+
+
+def _sum_blocks_f32x8(dst, row, start, out_index):
+    # The implementation of _vector_group for float32, itself the function
+    # row_group calls: one more call level passing the arrays would cost four
+    # reference-count updates per work item.
+    tile = _stack_copy(row, start)
+    c0, c1, c2, c3, c4, c5, c6, c7 = _tile_columns(tile, 0)
+    c8, c9, c10, c11, c12, c13, c14, c15 = _tile_columns(tile, LANES)
+    p = c0  # each block's partial begins with its first element (VALUES.begin)
+    p = extend_values_f32x8(p, c1)
+    p = extend_values_f32x8(p, c2)
+    p = extend_values_f32x8(p, c3)
+    p = extend_values_f32x8(p, c4)
+    p = extend_values_f32x8(p, c5)
+    p = extend_values_f32x8(p, c6)
+    p = extend_values_f32x8(p, c7)
+    p = extend_values_f32x8(p, c8)
+    p = extend_values_f32x8(p, c9)
+    p = extend_values_f32x8(p, c10)
+    p = extend_values_f32x8(p, c11)
+    p = extend_values_f32x8(p, c12)
+    p = extend_values_f32x8(p, c13)
+    p = extend_values_f32x8(p, c14)
+    p = extend_values_f32x8(p, c15)
+    for k in range(2 * LANES, BLOCK, 2 * LANES):
+        c0, c1, c2, c3, c4, c5, c6, c7 = _tile_columns(tile, k)
+        c8, c9, c10, c11, c12, c13, c14, c15 = _tile_columns(tile, k + LANES)
+        p = extend_values_f32x8(p, c0)
+        p = extend_values_f32x8(p, c1)
+        p = extend_values_f32x8(p, c2)
+        p = extend_values_f32x8(p, c3)
+        p = extend_values_f32x8(p, c4)
+        p = extend_values_f32x8(p, c5)
+        p = extend_values_f32x8(p, c6)
+        p = extend_values_f32x8(p, c7)
+        p = extend_values_f32x8(p, c8)
+        p = extend_values_f32x8(p, c9)
+        p = extend_values_f32x8(p, c10)
+        p = extend_values_f32x8(p, c11)
+        p = extend_values_f32x8(p, c12)
+        p = extend_values_f32x8(p, c13)
+        p = extend_values_f32x8(p, c14)
+        p = extend_values_f32x8(p, c15)
+    store_f32x8(dst, out_index, p)
+    return True
+
+
+def _no_vector_group(dst, row, start, out_index):
+    return False
 
 
 @overload(_vector_group)
 def _vector_group_impl(dst, row, start, out_index):
-    if row.dtype == types.float32 and dst.dtype == types.float32:
-        def impl(dst, row, start, out_index):
-            _sum_blocks_f32(dst, row, start, out_index)
-            return True
-    else:
-        def impl(dst, row, start, out_index):
-            return False
-    return impl
+    if row.dtype == types.float32 and dst.dtype == types.float32 and dst.layout == "C":
+        return _sum_blocks_f32x8
+    return _no_vector_group
 
 
 # Each parallel loop below calls a separately compiled (non-parallel) function
@@ -166,31 +193,32 @@ def _vector_group_impl(dst, row, start, out_index):
 
 
 @functools.lru_cache(maxsize=None)
-def _sum_kernels(term):
-    plain_values = term is term_value  # a compile-time constant in the kernels below
+def _sum_kernels(sums):
+    plain_values = sums is VALUES  # a compile-time constant in the kernels below
+    begin, extend = sums.begin, sums.extend
 
     @njit(cache=True)
     def row_eight(dst, row, c, j0, nb, n):
         # Blocks j0 .. j0+INTERLEAVE-1 of one row: 8 independent chains side by side.
         if (j0 + INTERLEAVE) * BLOCK <= n:
             b = j0 * BLOCK
-            p0 = term(row[b], c)
-            p1 = term(row[b + BLOCK], c)
-            p2 = term(row[b + 2 * BLOCK], c)
-            p3 = term(row[b + 3 * BLOCK], c)
-            p4 = term(row[b + 4 * BLOCK], c)
-            p5 = term(row[b + 5 * BLOCK], c)
-            p6 = term(row[b + 6 * BLOCK], c)
-            p7 = term(row[b + 7 * BLOCK], c)
+            p0 = begin(row[b], c)
+            p1 = begin(row[b + BLOCK], c)
+            p2 = begin(row[b + 2 * BLOCK], c)
+            p3 = begin(row[b + 3 * BLOCK], c)
+            p4 = begin(row[b + 4 * BLOCK], c)
+            p5 = begin(row[b + 5 * BLOCK], c)
+            p6 = begin(row[b + 6 * BLOCK], c)
+            p7 = begin(row[b + 7 * BLOCK], c)
             for k in range(b + 1, b + BLOCK):
-                p0 = add_rn(p0, term(row[k], c))
-                p1 = add_rn(p1, term(row[k + BLOCK], c))
-                p2 = add_rn(p2, term(row[k + 2 * BLOCK], c))
-                p3 = add_rn(p3, term(row[k + 3 * BLOCK], c))
-                p4 = add_rn(p4, term(row[k + 4 * BLOCK], c))
-                p5 = add_rn(p5, term(row[k + 5 * BLOCK], c))
-                p6 = add_rn(p6, term(row[k + 6 * BLOCK], c))
-                p7 = add_rn(p7, term(row[k + 7 * BLOCK], c))
+                p0 = extend(p0, row[k], c)
+                p1 = extend(p1, row[k + BLOCK], c)
+                p2 = extend(p2, row[k + 2 * BLOCK], c)
+                p3 = extend(p3, row[k + 3 * BLOCK], c)
+                p4 = extend(p4, row[k + 4 * BLOCK], c)
+                p5 = extend(p5, row[k + 5 * BLOCK], c)
+                p6 = extend(p6, row[k + 6 * BLOCK], c)
+                p7 = extend(p7, row[k + 7 * BLOCK], c)
             dst[j0] = p0
             dst[j0 + 1] = p1
             dst[j0 + 2] = p2
@@ -200,11 +228,13 @@ def _sum_kernels(term):
             dst[j0 + 6] = p6
             dst[j0 + 7] = p7
         else:
+            # One block at a time (`block`'s steps, written out: a call passing
+            # the row would cost two reference-count updates per block).
             for j in range(j0, min(j0 + INTERLEAVE, nb)):
                 s = j * BLOCK
-                p = term(row[s], c)
+                p = begin(row[s], c)
                 for k in range(s + 1, min(s + BLOCK, n)):
-                    p = add_rn(p, term(row[k], c))
+                    p = extend(p, row[k], c)
                 dst[j] = p
 
     @njit(cache=True)
@@ -230,14 +260,14 @@ def _sum_kernels(term):
     @njit(cache=True)
     def column_block(dst, xt, center, s, stop, i0, i1):
         # One block (elements s .. stop-1) of outputs i0 .. i1-1; the inner loop
-        # over outputs vectorises, each output adding its own terms in order.
+        # over outputs vectorises, each output extending its own partial in order.
         first = xt[s]
         for i in range(i0, i1):
-            dst[i] = term(first[i], center[i])
+            dst[i] = begin(first[i], center[i])
         for k in range(s + 1, stop):
             src = xt[k]
             for i in range(i0, i1):
-                dst[i] = add_rn(dst[i], term(src[i], center[i]))
+                dst[i] = extend(dst[i], src[i], center[i])
 
     @njit(parallel=True, cache=True)
     def column_partials(P, xt, center):
@@ -253,17 +283,12 @@ def _sum_kernels(term):
     return row_partials, column_partials
 
 
-@njit(cache=True)
-def _tree_row(row, nb):
-    return canonical(tree_inplace(row, 0, nb))
-
-
 @njit(parallel=True, cache=True)
 def _combine(out, P):
     # P[i, :] are the block partials of output i (any strides); P is scratch.
     M, nb = P.shape
     for i in prange(M):
-        out[i] = _tree_row(P[i], nb)
+        out[i] = sum_from_partials(P[i], nb)
 
 
 def _outputs_contiguous(x):
@@ -271,9 +296,11 @@ def _outputs_contiguous(x):
     return M > 1 and n > 1 and x.strides[0] == x.itemsize
 
 
-def blocked_sum(term):
-    """Launcher run(out[M], x[M, n], center[M]): out[i] = documented sum of term(x[i, k], center[i])."""
-    row_partials, column_partials = _sum_kernels(term)
+def blocked_sum(sums):
+    """Launcher run(out[M], x[M, n], center[M]): out[i] = documented sum of
+    sums.term(x[i, k], center[i]) over k (`sums`: a TermSum of
+    softrep.algorithms.reduction)."""
+    row_partials, column_partials = _sum_kernels(sums)
 
     def run(out, x, center):
         M, n = x.shape
@@ -295,8 +322,8 @@ def blocked_sum(term):
     return run
 
 
-sum_values = blocked_sum(term_value)
-sum_centered_squares = blocked_sum(term_centered_square)
+sum_values = blocked_sum(VALUES)
+sum_centered_squares = blocked_sum(CENTERED_SQUARES)
 
 
 # ------------------------------------------------------------------ max / min / argmax
@@ -311,16 +338,7 @@ def _extreme_chunks(K, I, x, largest):
         i = w // nch
         c = w % nch
         s = c * EXTREME_CHUNK
-        row = x[i]
-        best = order_key(row[s], largest)
-        at = s
-        for k in range(s + 1, min(s + EXTREME_CHUNK, n)):
-            key = order_key(row[k], largest)
-            if key > best:
-                best = key
-                at = k
-        K[i, c] = best
-        I[i, c] = at
+        K[i, c], I[i, c] = extreme_scan(x[i], s, min(s + EXTREME_CHUNK, n), largest)
 
 
 @njit(parallel=True, cache=True)
@@ -344,7 +362,7 @@ def _extreme_columns(K, I, xt, largest):
             src = xt[k]
             for i in range(i0, i1):
                 key = order_key(src[i], largest)
-                if key > kd[i]:
+                if improves(key, kd[i]):
                     kd[i] = key
                     idx[i] = k
 
@@ -356,11 +374,11 @@ def _extreme_combine(values, indices, x, K, I):
         best = K[i, 0]
         at = I[i, 0]
         for c in range(1, nch):
-            if K[i, c] > best:  # chunks in increasing index order: ties keep the first
+            if improves(K[i, c], best):  # chunks in increasing index order: ties keep the first
                 best = K[i, c]
                 at = I[i, c]
         indices[i] = at
-        values[i] = canonical(x[i, at])
+        values[i] = extreme_value(x[i, at])
 
 
 def extreme(values, indices, x, largest):

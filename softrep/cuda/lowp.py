@@ -1,59 +1,41 @@
 """CUDA launchers of the low-precision kernels: grid-stride loops over outputs.
 
-Same per-element algorithm and random words as softrep/cpu/lowp.py.
+Each element is computed by softrep/algorithms/lowp.py, with the same random
+words as softrep/cpu/lowp.py.
 """
 
-import numpy as np
 from numba import cuda
 
+from ..algorithms.lowp import elementwise_element, mm_element, round_to_element
+from ..algorithms.random import key_offset
 from ..primitives.jit import SIMULATOR
-from ..primitives.formats import FINITE, OP_FMA, STOCHASTIC, U0, emulated_op, from_parts, round_value
-from ..primitives.philox import element_word0
-from ..primitives.rounding import canonical
 from .launch import grid
-
-_U32 = np.uint64(32)
 
 
 @cuda.jit(cache=not SIMULATOR)
 def _round_to_kernel(out, x, spec, key_lo, key_hi, off_lo, off_hi):
-    key = np.uint64(key_lo) | (np.uint64(key_hi) << _U32)
-    offset = np.uint64(off_lo) | (np.uint64(off_hi) << _U32)
-    stochastic = spec[7] == STOCHASTIC
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
     start, step = cuda.grid(1), cuda.gridsize(1)
     for i in range(start, out.size, step):
-        word = element_word0(key, offset, np.uint64(i)) if stochastic else U0
-        out[i] = canonical(round_value(x[i], spec, word))
+        out[i] = round_to_element(x[i], i, spec, key, offset)
 
 
 @cuda.jit(cache=not SIMULATOR)
 def _elementwise_kernel(out, x, y, z, op, spec, key_lo, key_hi, off_lo, off_hi):
-    key = np.uint64(key_lo) | (np.uint64(key_hi) << _U32)
-    offset = np.uint64(off_lo) | (np.uint64(off_hi) << _U32)
-    stochastic = spec[7] == STOCHASTIC
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
     start, step = cuda.grid(1), cuda.gridsize(1)
     for i in range(start, out.size, step):
-        word = element_word0(key, offset, np.uint64(i)) if stochastic else U0
-        out[i] = canonical(emulated_op(op, x[i], y[i], z[i], spec, word))
+        out[i] = elementwise_element(op, x[i], y[i], z[i], i, spec, key, offset)
 
 
 @cuda.jit(cache=not SIMULATOR)
 def _mm_kernel(out, a, b, spec, key_lo, key_hi, off_lo, off_hi):
-    key = np.uint64(key_lo) | (np.uint64(key_hi) << _U32)
-    offset = np.uint64(off_lo) | (np.uint64(off_hi) << _U32)
-    stochastic = spec[7] == STOCHASTIC
-    rows = out.shape[0]
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
     cols = out.shape[1]
-    depth = a.shape[1]
     start, step = cuda.grid(1), cuda.gridsize(1)
-    for o in range(start, rows * cols, step):
+    for o in range(start, out.shape[0] * cols, step):
         i = o // cols
-        j = o - i * cols
-        acc = from_parts(out[i, j], False, FINITE, U0, 0)
-        for k in range(depth):
-            word = element_word0(key, offset, np.uint64(o * depth + k)) if stochastic else U0
-            acc = emulated_op(OP_FMA, a[i, k], b[k, j], acc, spec, word)
-        out[i, j] = canonical(acc)
+        mm_element(out, a, b, i, o - i * cols, spec, key, offset)
 
 
 def round_to(stream, out, x, spec, *rng):

@@ -1,23 +1,26 @@
-"""CUDA launchers for the reductions (sum order of docs/order.md, and max/min).
+"""CUDA schedules of the reductions (sum order of docs/order.md, and max/min).
 
 Input is a 2-D array x[M, n] (any strides): M outputs, n reduced elements each.
+This module only maps work items to threads; every value comes from
+softrep/algorithms/reduction.py, the same functions the CPU kernels call.
 
 A sum is computed in passes, each a grid-stride loop over independent work
 items, with no atomics and no dependence on the launch shape:
 
-1. `partials`: one thread per (output, block of BLOCK = 128 elements) adds
-   the block left to right into P[i, j].
+1. `partials`: one thread per (output, block of BLOCK = 128 elements) writes
+   the block's partial (`TermSum.block`: begun with its first term, extended
+   left to right) into P[i, j].
 2. `group_pass`: one thread per (output, aligned group of GROUP = 64
    partials) runs the pairwise tree on its group (`tree_inplace`).  An
    aligned group of 2**6 partials reduces to one node of the documented tree
    (the pairing never crosses a group boundary below level 6), so replacing
    each group by its result and repeating gives the tree's total.  The pass
    repeats until one value per output is left (3 passes for 10**7 elements).
-3. `finish` runs the last group and writes the canonical result.
+3. `finish` runs the last group (`sum_from_partials`: the canonical result).
 
-Max/min/argmax: one thread per output scans its row; the comparison is a
-total order with ties to the first index, so the result does not depend on
-the scan.
+Max/min/argmax: one thread per output scans its row (`extreme_scan`); the
+comparison is a total order with ties to the first index, so the result does
+not depend on the scan.
 """
 
 import functools
@@ -25,9 +28,8 @@ import functools
 from numba import cuda
 
 from ..primitives.jit import SIMULATOR
-from ..algorithms.reduction import (BLOCK, GROUP, order_key, term_centered_square, term_value, tree_inplace,
-                               zero_like)
-from ..primitives.rounding import add_rn, canonical
+from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, GROUP, VALUES, extreme_scan, extreme_value,
+                                    sum_from_partials, tree_inplace, zero_like)
 
 THREADS = 256
 _SIM_BLOCKS, _SIM_THREADS = 1, 4
@@ -40,7 +42,9 @@ def grid(work):
 
 
 @functools.lru_cache(maxsize=None)
-def _sum_kernels(term):
+def _sum_kernels(sums):
+    block = sums.block
+
     @cuda.jit(cache=not SIMULATOR)
     def partials(P, x, center):
         M, n = x.shape
@@ -50,12 +54,7 @@ def _sum_kernels(term):
             i = w // nb
             j = w % nb
             s = j * BLOCK
-            stop = min(s + BLOCK, n)
-            c = center[i]
-            p = term(x[i, s], c)
-            for k in range(s + 1, stop):
-                p = add_rn(p, term(x[i, k], c))
-            P[i, j] = p
+            P[i, j] = block(x[i], s, min(s + BLOCK, n), center[i])
 
     return partials
 
@@ -77,7 +76,7 @@ def _group_pass(Q, P, width):
 def _finish(out, P, width):
     start, step = cuda.grid(1), cuda.gridsize(1)
     for i in range(start, out.size, step):
-        out[i] = canonical(tree_inplace(P[i], 0, width))
+        out[i] = sum_from_partials(P[i], width)
 
 
 @cuda.jit(cache=not SIMULATOR)
@@ -87,10 +86,11 @@ def _fill_zero(out):
         out[i] = zero_like(out[i])
 
 
-def blocked_sum(term):
+def blocked_sum(sums):
     """Launcher run(stream, out[M], x[M, n], center[M]): the documented sum of
-    term(x[i, k], center[i]) over k, for each i."""
-    partials = _sum_kernels(term)
+    sums.term(x[i, k], center[i]) over k, for each i (`sums`: a TermSum of
+    softrep.algorithms.reduction)."""
+    partials = _sum_kernels(sums)
 
     def run(stream, out, x, center):
         M, n = x.shape
@@ -113,8 +113,8 @@ def blocked_sum(term):
     return run
 
 
-sum_values = blocked_sum(term_value)
-sum_centered_squares = blocked_sum(term_centered_square)
+sum_values = blocked_sum(VALUES)
+sum_centered_squares = blocked_sum(CENTERED_SQUARES)
 
 
 @cuda.jit(cache=not SIMULATOR)
@@ -122,15 +122,9 @@ def _extreme(values, indices, x, largest):
     M, n = x.shape
     start, step = cuda.grid(1), cuda.gridsize(1)
     for i in range(start, M, step):
-        best = order_key(x[i, 0], largest)
-        at = 0
-        for k in range(1, n):
-            key = order_key(x[i, k], largest)
-            if key > best:
-                best = key
-                at = k
+        best, at = extreme_scan(x[i], 0, n, largest)
         indices[i] = at
-        values[i] = canonical(x[i, at])
+        values[i] = extreme_value(x[i, at])
 
 
 def extreme(stream, values, indices, x, largest):
@@ -148,9 +142,9 @@ def _register_audit():
 
     for dtype in (types.float32, types.float64):
         mat, vec = types.Array(dtype, 2, "A"), types.Array(dtype, 1, "A")
-        for label, term in (("sum", term_value), ("centered_squares", term_centered_square)):
+        for label, sums in (("sum", VALUES), ("centered_squares", CENTERED_SQUARES)):
             audit.register(f"reduction.{label}.partials.{dtype}",
-                           lambda term=term, mat=mat, vec=vec: (_sum_kernels(term).py_func, (mat, mat, vec)))
+                           lambda sums=sums, mat=mat, vec=vec: (_sum_kernels(sums).py_func, (mat, mat, vec)))
         audit.register(f"reduction.group_pass.{dtype}",
                        lambda mat=mat: (_group_pass.py_func, (mat, mat, types.int64)))
         audit.register(f"reduction.fill_zero.{dtype}", lambda vec=vec: (_fill_zero.py_func, (vec,)))

@@ -1,0 +1,201 @@
+"""Eight float32 lanes in one CPU vector register: the vector rounding primitive.
+
+A `float32x8` value is LLVM's `<8 x float>` in a CPU kernel (one AVX register)
+and an 8-element numpy float32 array in Python.  Its operations:
+
+* `add_rn_f32x8(a, b)`: lane j is add_rn(a[j], b[j]), the IEEE-754 float32
+  addition rounded to nearest, ties to even -- one LLVM `fadd` on the vector
+  without fast-math flags (no reassociation, no flush to zero: subnormal
+  operands and results and signed zeros are those of the scalar add_rn).  It
+  is the only arithmetic on these vectors.
+* `load_f32x8(a, i)` / `store_f32x8(a, i, v)`: a[i:i+8] as one vector, and
+  back (a: a 1-D C-contiguous float32 array; the caller keeps i + 8 <= a.size,
+  nothing is checked).
+* `transpose_f32x8(r0, ..., r7)`: the 8 columns of the 8x8 tile whose rows are
+  r0..r7 (column k = [r0[k], ..., r7[k]]), by shuffles; moves bits, computes
+  nothing.
+
+The vectors exist for CPU kernels only (CUDA kernels compute one value per
+thread).  Like the scalar primitives in `softrep.primitives.rounding`, every
+operation is also a Python function with the same meaning, so an algorithm
+written with them runs unchanged in plain Python.
+"""
+
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.core.datamodel import models
+from numba.core.extending import intrinsic, overload, register_model
+
+from .rounding import add_rn
+
+LANES = 8
+
+_F32 = ir.FloatType()
+_V8 = ir.VectorType(_F32, LANES)
+_I32 = ir.IntType(32)
+
+
+class Float32x8(types.Type):
+    """The Numba type of a float32x8 vector."""
+
+    def __init__(self):
+        super().__init__(name="float32x8")
+
+
+float32x8 = Float32x8()
+
+
+@register_model(Float32x8)
+class _Float32x8Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _V8)
+
+
+def _is_f32_c_vector_array(a):
+    return isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float32 and a.layout == "C"
+
+
+def _element_pointer(context, builder, array_type, array, index, index_type):
+    data = context.make_array(array_type)(context, builder, array).data
+    at = context.cast(builder, index, index_type, types.intp)
+    return builder.bitcast(builder.gep(data, [at]), _V8.as_pointer())
+
+
+# --------------------------------------------------------------------------- Python semantics
+
+
+def _check_vector(name, v):
+    if not (isinstance(v, np.ndarray) and v.shape == (LANES,) and v.dtype == np.float32):
+        raise TypeError(f"{name}: expected a float32x8 (numpy float32 array of 8 lanes), got {v!r}")
+
+
+def _check_array(name, a, i, size=LANES):
+    if not (isinstance(a, np.ndarray) and a.ndim == 1 and a.dtype == np.float32 and a.flags.c_contiguous):
+        raise TypeError(f"{name}: argument 'a' must be a 1-D C-contiguous float32 array")
+    if not 0 <= i <= a.size - size:
+        raise IndexError(f"{name}: argument 'i' = {i} leaves fewer than {size} elements of 'a'")
+
+
+def add_rn_f32x8(a, b):
+    """Lane-wise IEEE-754 float32 addition rounded to nearest: lane j = add_rn(a[j], b[j])."""
+    _check_vector("add_rn_f32x8", a)
+    _check_vector("add_rn_f32x8", b)
+    return np.array([add_rn(a[j], b[j]) for j in range(LANES)], dtype=np.float32)
+
+
+def load_f32x8(a, i):
+    """a[i:i+8] as one vector."""
+    _check_array("load_f32x8", a, int(i))
+    return a[i:i + LANES].copy()
+
+
+def store_f32x8(a, i, v):
+    """a[i:i+8] = the lanes of v."""
+    _check_array("store_f32x8", a, int(i))
+    _check_vector("store_f32x8", v)
+    a[i:i + LANES] = v
+
+
+def transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7):
+    """The columns of the 8x8 tile with rows r0..r7: column k = [r0[k], ..., r7[k]]."""
+    rows = (r0, r1, r2, r3, r4, r5, r6, r7)
+    for r in rows:
+        _check_vector("transpose_f32x8", r)
+    tile = np.stack(rows)
+    return tuple(tile[:, k].copy() for k in range(LANES))
+
+
+# --------------------------------------------------------------------------- CPU lowering
+
+
+@intrinsic
+def _add_rn_f32x8(typingctx, a, b):
+    if a != float32x8 or b != float32x8:
+        return None
+
+    def codegen(context, builder, signature, args):
+        # A plain fadd: LLVM gives it IEEE semantics in the default environment
+        # (round to nearest, subnormals kept) unless fast-math flags say
+        # otherwise, and none are set.
+        return builder.fadd(args[0], args[1])
+
+    return float32x8(a, b), codegen
+
+
+@intrinsic
+def _load_f32x8(typingctx, a, i):
+    if not (_is_f32_c_vector_array(a) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature.args[0], args[0], args[1], signature.args[1])
+        return builder.load(ptr, align=4)
+
+    return float32x8(a, i), codegen
+
+
+@intrinsic
+def _store_f32x8(typingctx, a, i, v):
+    if not (_is_f32_c_vector_array(a) and isinstance(i, types.Integer) and v == float32x8):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature.args[0], args[0], args[1], signature.args[1])
+        builder.store(args[2], ptr, align=4)
+        return context.get_dummy_value()
+
+    return types.void(a, i, v), codegen
+
+
+def _shuffle(builder, a, b, lanes):
+    mask = ir.Constant(ir.VectorType(_I32, LANES), [ir.Constant(_I32, k) for k in lanes])
+    return builder.shuffle_vector(a, b, mask)
+
+
+@intrinsic
+def _transpose_f32x8(typingctx, r0, r1, r2, r3, r4, r5, r6, r7):
+    rows = (r0, r1, r2, r3, r4, r5, r6, r7)
+    if any(r != float32x8 for r in rows):
+        return None
+    result = types.UniTuple(float32x8, LANES)
+
+    def codegen(context, builder, signature, args):
+        # Three rounds of two-input shuffles (interleave pairs of rows, then
+        # pairs of pairs, then the two 128-bit halves): 24 shuffles in all.
+        lo, hi = [0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15]
+        t = []
+        for p in range(0, LANES, 2):
+            t += [_shuffle(builder, args[p], args[p + 1], lo), _shuffle(builder, args[p], args[p + 1], hi)]
+        a, b = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+        u = [_shuffle(builder, t[q], t[q + 2], m) for q in (0, 1, 4, 5) for m in (a, b)]
+        l4, h4 = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
+        columns = [_shuffle(builder, u[q], u[q + 4], l4) for q in range(4)] + \
+            [_shuffle(builder, u[q], u[q + 4], h4) for q in range(4)]
+        return context.make_tuple(builder, signature.return_type, columns)
+
+    return result(*rows), codegen
+
+
+@overload(add_rn_f32x8, target="cpu")
+def _ov_add_rn_f32x8(a, b):
+    if a == float32x8 and b == float32x8:
+        return lambda a, b: _add_rn_f32x8(a, b)
+
+
+@overload(load_f32x8, target="cpu")
+def _ov_load_f32x8(a, i):
+    if _is_f32_c_vector_array(a) and isinstance(i, types.Integer):
+        return lambda a, i: _load_f32x8(a, i)
+
+
+@overload(store_f32x8, target="cpu")
+def _ov_store_f32x8(a, i, v):
+    if _is_f32_c_vector_array(a) and isinstance(i, types.Integer) and v == float32x8:
+        return lambda a, i, v: _store_f32x8(a, i, v)
+
+
+@overload(transpose_f32x8, target="cpu")
+def _ov_transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7):
+    if all(r == float32x8 for r in (r0, r1, r2, r3, r4, r5, r6, r7)):
+        return lambda r0, r1, r2, r3, r4, r5, r6, r7: _transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7)
