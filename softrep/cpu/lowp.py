@@ -6,12 +6,27 @@ The random word of output element i (stochastic rounding) is Philox of
 emulated dot product -- so the thread split changes no bit.
 """
 
-from numba import njit, prange
+from numba import njit, prange, types
 
 from ..algorithms.lowp import elementwise_element, mm_element, round_to_element
 from ..algorithms.random import key_offset
+from .launch import kernel
+
+# Argument types of the launches, for the kernel audit (softrep/cpu/launch.py).
+_FLOATS = (types.float32, types.float64)
+_SPEC = types.UniTuple(types.int64, 9)
+_RNG = (types.int64,) * 4
 
 
+def _v(t):
+    return types.Array(t, 1, "C")
+
+
+def _m(t):
+    return types.Array(t, 2, "C")
+
+
+@kernel("lowp.round_to", *[(_v(t), _v(t), _SPEC) + _RNG for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def round_to(out, x, spec, key_lo, key_hi, off_lo, off_hi):
     key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
@@ -19,6 +34,7 @@ def round_to(out, x, spec, key_lo, key_hi, off_lo, off_hi):
         out[i] = round_to_element(x[i], i, spec, key, offset)
 
 
+@kernel("lowp.elementwise", *[(_v(t),) * 4 + (types.int64, _SPEC) + _RNG for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def elementwise(out, x, y, z, op, spec, key_lo, key_hi, off_lo, off_hi):
     key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
@@ -26,6 +42,7 @@ def elementwise(out, x, y, z, op, spec, key_lo, key_hi, off_lo, off_hi):
         out[i] = elementwise_element(op, x[i], y[i], z[i], i, spec, key, offset)
 
 
+@kernel("lowp.mm", *[(_m(t),) * 3 + (_SPEC,) + _RNG for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def mm(out, a, b, spec, key_lo, key_hi, off_lo, off_hi):
     """out[i, j] = the emulated product's element (algorithms.lowp.mm_element)."""

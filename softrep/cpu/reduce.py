@@ -42,6 +42,7 @@ from numba.np.arrayobj import populate_array
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
                                     improves, order_key, extreme_scan, sum_from_partials)
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
+from .launch import kernel
 
 INTERLEAVE = 8  # blocks summed side by side by one work item (row layout)
 OUTPUT_CHUNK = 256  # outputs per work item (column layout)
@@ -192,11 +193,21 @@ def _vector_group_impl(dst, row, start, out_index):
 # measured up to 30x slower than the same loop compiled on its own.
 
 
+def _a(t, ndim):
+    return types.Array(t, ndim, "A")
+
+
+_FLOATS = (types.float32, types.float64)
+_I = types.int64
+
+
 @functools.lru_cache(maxsize=None)
 def _sum_kernels(sums):
     plain_values = sums is VALUES  # a compile-time constant in the kernels below
     begin, extend = sums.begin, sums.extend
+    name = "reduce.values" if plain_values else "reduce.centered_squares"
 
+    @kernel(f"{name}.row_eight", *[(_a(t, 1), _a(t, 1), t, _I, _I, _I) for t in _FLOATS])
     @njit(cache=True)
     def row_eight(dst, row, c, j0, nb, n):
         # Blocks j0 .. j0+INTERLEAVE-1 of one row: 8 independent chains side by side.
@@ -237,6 +248,7 @@ def _sum_kernels(sums):
                     p = extend(p, row[k], c)
                 dst[j] = p
 
+    @kernel(f"{name}.row_group", *[(_a(t, 1), _a(t, 1), t, _I, _I, _I, types.boolean) for t in _FLOATS])
     @njit(cache=True)
     def row_group(dst, row, c, j0, nb, n, unit_stride):
         # Blocks j0 .. j0+WORK_BLOCKS-1 of one row: vectorised when possible, else
@@ -247,6 +259,7 @@ def _sum_kernels(sums):
         for g0 in range(j0, min(j0 + WORK_BLOCKS, nb), INTERLEAVE):
             row_eight(dst, row, c, g0, nb, n)
 
+    @kernel(f"{name}.row_partials", *[(_a(t, 2), _a(t, 2), _a(t, 1)) for t in _FLOATS])
     @njit(parallel=True, cache=True)
     def row_partials(P, x, center):
         M, n = x.shape
@@ -257,6 +270,7 @@ def _sum_kernels(sums):
             i = w // nwork
             row_group(P[i], x[i], center[i], (w % nwork) * WORK_BLOCKS, nb, n, unit_stride)
 
+    @kernel(f"{name}.column_block", *[(_a(t, 1), _a(t, 2), _a(t, 1), _I, _I, _I, _I) for t in _FLOATS])
     @njit(cache=True)
     def column_block(dst, xt, center, s, stop, i0, i1):
         # One block (elements s .. stop-1) of outputs i0 .. i1-1; the inner loop
@@ -269,6 +283,7 @@ def _sum_kernels(sums):
             for i in range(i0, i1):
                 dst[i] = extend(dst[i], src[i], center[i])
 
+    @kernel(f"{name}.column_partials", *[(_a(t, 2), _a(t, 2), _a(t, 1)) for t in _FLOATS])
     @njit(parallel=True, cache=True)
     def column_partials(P, xt, center):
         # xt[k, i] = x[i, k]: outputs contiguous.  P[j, i] = partial of block j of output i.
@@ -283,6 +298,7 @@ def _sum_kernels(sums):
     return row_partials, column_partials
 
 
+@kernel("reduce.combine", *[(_a(t, 1), _a(t, 2)) for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def _combine(out, P):
     # P[i, :] are the block partials of output i (any strides); P is scratch.
@@ -329,6 +345,7 @@ sum_centered_squares = blocked_sum(CENTERED_SQUARES)
 # ------------------------------------------------------------------ max / min / argmax
 
 
+@kernel("reduce.extreme_chunks", *[(_a(_I, 2), _a(_I, 2), _a(t, 2), types.boolean) for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def _extreme_chunks(K, I, x, largest):
     # K[i, c], I[i, c]: best key and its first index in chunk c of row i.
@@ -341,6 +358,7 @@ def _extreme_chunks(K, I, x, largest):
         K[i, c], I[i, c] = extreme_scan(x[i], s, min(s + EXTREME_CHUNK, n), largest)
 
 
+@kernel("reduce.extreme_columns", *[(_a(_I, 2), _a(_I, 2), _a(t, 2), types.boolean) for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def _extreme_columns(K, I, xt, largest):
     # Outputs contiguous: K[c, i], I[c, i] for chunk c of the reduced elements.
@@ -367,6 +385,7 @@ def _extreme_columns(K, I, xt, largest):
                     idx[i] = k
 
 
+@kernel("reduce.extreme_combine", *[(_a(t, 1), _a(_I, 1), _a(t, 2), _a(_I, 2), _a(_I, 2)) for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def _extreme_combine(values, indices, x, K, I):
     M, nch = K.shape
