@@ -1,5 +1,5 @@
-"""The CPU and CUDA backends of the reductions, low-precision ops and random
-draws hold schedules only, checked on the source.
+"""The CPU and CUDA backends of the products, convolutions, reductions,
+low-precision ops and random draws hold schedules only, checked on the source.
 
 Their arithmetic is written once, in softrep/algorithms/ (reduction.py,
 lowp.py, random.py), and called from both backends; the backend files choose
@@ -21,8 +21,8 @@ from softrep.primitives import rounding as R
 
 ROOT = os.path.dirname(os.path.abspath(softrep.__file__))
 
-SCHEDULE_FILES = [f"{side}/{name}.py" for side in ("cpu", "cuda") for name in ("reduce", "lowp", "philox",
-                                                                                 "random_ops")]
+SCHEDULE_FILES = [f"{side}/{name}.py" for side in ("cpu", "cuda")
+                  for name in ("linalg", "conv", "reduce", "lowp", "philox", "random_ops")]
 
 # Modules whose functions compute float values: a schedule calls algorithms instead.
 ARITHMETIC_MODULES = {"rounding", "formats", "cpu_lowering", "cuda_lowering", "pyfloat"}

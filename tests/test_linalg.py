@@ -412,43 +412,6 @@ def test_ptx_audit_linalg_kernels():
 # --------------------------------------------------------------------------- one algorithm source
 
 
-def rounding_calls(source):
-    """Rounding primitives, `canonical` and float literals in a module's source:
-    what a backend module (a schedule) must not contain, because the arithmetic
-    of a product is written once, in softrep/algorithms."""
-    import ast
-
-    from softrep.primitives import rounding
-
-    banned = set(rounding.PRIMITIVES) | {"canonical", "canonical32", "canonical64"}
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-            if name in banned:
-                found.append(f"line {node.lineno}: call of {name}")
-        elif isinstance(node, ast.ImportFrom):
-            found += [f"line {node.lineno}: import of {a.name}" for a in node.names if a.name in banned]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, float):
-            found.append(f"line {node.lineno}: float literal {node.value!r}")
-    return found
-
-
-def test_the_source_scan_can_fail():
-    snippet = ("from ..primitives.rounding import add_rn\n"
-               "def k(a, b, c):\n    return R.fma_rn(a, b, canonical(c)) * 0.5\n")
-    assert len(rounding_calls(snippet)) == 4
-    assert rounding_calls("def k(x):\n    return x[0] + 1\n") == []
-
-
-@pytest.mark.parametrize("module", ["cpu/linalg.py", "cuda/linalg.py"])
-def test_backend_modules_hold_schedules_only(module):
-    with open(os.path.join(os.path.dirname(softrep.__file__), module)) as f:
-        found = rounding_calls(f.read())
-    assert not found, f"softrep/{module} does arithmetic itself:\n" + "\n".join(found)
-
-
 @pytest.mark.parametrize("name", ["micro_f32", "micro_f64"])
 def test_micro_kernel_steps_through_the_shared_chain(name):
     """The generated CPU micro-kernel advances each accumulator with

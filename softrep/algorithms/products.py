@@ -47,6 +47,8 @@ NR = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 # k-block: one packed panel of b (KC x NR) stays in L1 while the MR-row
 # panels of a stream past it.
 KC = 256
+# Every chain starts from +0 (so that an empty product is +0), in the operands' dtype.
+CHAIN_START = {"float32": ZERO32, "float64": ZERO64}
 
 
 @jitable

@@ -21,9 +21,8 @@ import functools
 from numba import cuda, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
-from ..algorithms.products import dot_chain, finish, finish_add
+from ..algorithms.products import CHAIN_START, dot_chain, finish, finish_add
 from ..primitives.jit import SIMULATOR
-from ..primitives.rounding import ZERO32, ZERO64
 
 # The simulator runs every thread as a Python thread: small tiles keep it
 # quick, and exercise partial tiles at tiny sizes.
@@ -33,7 +32,7 @@ TILE = 4 if SIMULATOR else 16
 @functools.lru_cache(maxsize=None)
 def _kernel(dtype_name):
     nbtype = getattr(types, dtype_name)
-    zero = ZERO32 if dtype_name == "float32" else ZERO64
+    zero = CHAIN_START[dtype_name]
     tile = TILE
     tile_elems = TILE * TILE  # a constant: shared arrays need a compile-time size
 
