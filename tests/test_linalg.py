@@ -17,6 +17,7 @@ import torch
 import softrep
 from softrep.ops import products as P
 from golden import bit_pattern_tensor, check, normal_tensor
+from test_backend_sources import schedule_findings
 
 DTYPES = (torch.float32, torch.float64)
 GOLDEN = "linalg.json"
@@ -421,7 +422,7 @@ def test_micro_kernel_steps_through_the_shared_chain(name):
     nr = products.NR[np.dtype(np.float32 if name.endswith("32") else np.float64)]
     source = products._micro_source(name, products.MR, nr, "ZERO32")
     assert source.count("chain_step(") == products.MR * nr
-    assert not rounding_calls(source)
+    assert not schedule_findings(source)  # no fma_rn, add_rn, ... of its own
 
 
 # --------------------------------------------------------------------------- CUDA kernels in the simulator
