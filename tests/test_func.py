@@ -253,3 +253,24 @@ def test_every_random_draw_refuses_vmap():
                lambda t: softrep.round_to(t, "bfloat16", "stochastic")):
         with pytest.raises(RuntimeError, match="cannot run under torch.func.vmap"):
             torch.func.vmap(fn)(x)
+
+
+def test_low_precision_ops_under_vmap_and_grad():
+    """round_to and the emulated mm: vmapped bits equal the per-sample bits,
+    per-sample gradients equal those of .backward() one sample at a time."""
+    x = normal_tensor(40, (5, 7))
+    w = normal_tensor(41, (7, 3))
+    r = vmap(lambda t: softrep.round_to(t, "bfloat16"))(x)
+    assert torch.equal(r, torch.stack([softrep.round_to(t, "bfloat16") for t in x]))
+    kw = {"input_format": "bfloat16", "accumulate_format": "float16", "rounding": "zero"}
+    m = vmap(lambda t: softrep.mm(t[None], w, **kw))(x)
+    assert torch.equal(m, torch.stack([softrep.mm(t[None], w, **kw) for t in x]))
+
+    def loss(t):
+        return softrep.sum(softrep.mm(t[None], w, accumulate_format="bfloat16"))
+
+    per_sample = vmap(grad(loss))(x)
+    for t, g in zip(x, per_sample):
+        t = t.clone().requires_grad_()
+        loss(t).backward()
+        assert torch.equal(t.grad, g)

@@ -138,6 +138,13 @@ def _under_vmap():
     return any(i.key() == functorch.TransformType.Vmap for i in stack)
 
 
+def check_generator(fn, generator):
+    """A TypeError naming the argument unless `generator` is None or a softrep.Generator."""
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"softrep.{fn}: argument 'generator' must be a softrep.Generator, "
+                        f"got {type(generator).__name__}")
+
+
 def resolve(fn, generator):
     """The generator a draw of `fn` uses (softrep's global one for None).
 
@@ -145,16 +152,12 @@ def resolve(fn, generator):
     torch.func.vmap is refused: a vmapped call would take one draw for the
     whole batch, where calling the op once per sample takes one draw each, so
     the vmapped bits would not be the per-sample ones."""
+    check_generator(fn, generator)
     if _under_vmap():
         raise RuntimeError(f"softrep.{fn}: draws random numbers and cannot run under torch.func.vmap: a "
                            "vmapped call would consume one draw for the whole batch, not one per sample; draw "
                            "outside vmap and pass the result in")
-    if generator is None:
-        return default_generator
-    if not isinstance(generator, Generator):
-        raise TypeError(f"softrep.{fn}: argument 'generator' must be a softrep.Generator, "
-                        f"got {type(generator).__name__}")
-    return generator
+    return default_generator if generator is None else generator
 
 
 def split64(value):

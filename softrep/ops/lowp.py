@@ -20,7 +20,7 @@ the semantics (overflow, saturation, NaN, stochastic rounding, autograd).
 
 import torch
 
-from . import backend
+from . import backend, batching
 from ..primitives import formats as F
 from . import generator as _random
 from .memory import empty
@@ -45,9 +45,10 @@ def _check_bool(fn, name, value):
 
 def _rng_args(fn, code, generator):
     """Kernel arguments (key lo/hi, offset lo/hi); a draw only for stochastic rounding."""
-    gen = _random.resolve(fn, generator)
     if code != F.STOCHASTIC:
+        _random.check_generator(fn, generator)
         return (0, 0, 0, 0)
+    gen = _random.resolve(fn, generator)
     offset = gen.next_offset()
     return (*_random.split64(gen.seed), *_random.split64(offset))
 
@@ -93,12 +94,22 @@ class _RoundTo(torch.autograd.Function):
     """Straight-through estimator: d round_to(x) / dx is taken to be 1."""
 
     @staticmethod
-    def forward(ctx, x, spec, rng):
+    def forward(x, spec, rng):
         return _round_to_forward(x, spec, rng)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
 
     @staticmethod
     def backward(ctx, grad):
         return grad, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, spec, rng):
+        # elementwise: the batch is rounded as one tensor (stochastic rounding,
+        # whose words depend on the element index, refuses vmap when it draws)
+        return _RoundTo.apply(x, spec, rng), in_dims[0]
 
 
 def round_to(x, format, rounding="nearest", *, subnormals=True, saturate=False, generator=None):
@@ -188,7 +199,8 @@ def _mm_forward(a, b, spec, rng):
 def _exact_mm(a, b):
     """softrep's mm order in the operands' own dtype, rounded to nearest."""
     code = F.NEAREST
-    return _mm_forward(a, b, _accumulate_spec("mm", None, a.dtype, code), (0, 0, 0, 0))
+    # through the Function, so that the backward is differentiable and torch.func can batch it
+    return _EmulatedMM.apply(a, b, _accumulate_spec("mm", None, a.dtype, code), (0, 0, 0, 0))
 
 
 class _EmulatedMM(torch.autograd.Function):
@@ -196,9 +208,16 @@ class _EmulatedMM(torch.autograd.Function):
     both in softrep's mm order in the operands' dtype, rounded to nearest."""
 
     @staticmethod
-    def forward(ctx, a, b, spec, rng):
-        ctx.save_for_backward(a, b)
+    def forward(a, b, spec, rng):
         return _mm_forward(a, b, spec, rng)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], inputs[1])
+
+    @staticmethod
+    def vmap(info, in_dims, a, b, spec, rng):
+        return batching.per_sample(lambda x, y, s, r: _EmulatedMM.apply(x, y, s, r), info, in_dims, a, b, spec, rng)
 
     @staticmethod
     def backward(ctx, grad):
