@@ -467,7 +467,7 @@ def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     from references import correctly_rounded_f32
 
     assert M.FUNCTIONS[name].kernel.decided_fast is not None
-    fast = getattr(importlib.import_module(f"softrep.ops.math.{name}"), f"{name}_fast")
+    fast = getattr(importlib.import_module(f"softrep.algorithms.math.{name}"), f"{name}_fast")
     hard = V.load_hard_cases(name).view(np.float32)[:400]
     decided = np.array([fast(x)[1] for x in hard])
     assert 0 < np.count_nonzero(~decided) < len(hard)
@@ -485,7 +485,7 @@ def test_decided_first_launcher_across_chunks(name):
 
     from softrep.cpu.launch import CHUNK
 
-    mod = importlib.import_module(f"softrep.ops.math.{name}")
+    mod = importlib.import_module(f"softrep.algorithms.math.{name}")
     fast, scalar = getattr(mod, f"{name}_fast"), getattr(mod, f"{name}_f32")
     hard = V.load_hard_cases(name).view(np.float32)
     undecided = hard[[not fast(x)[1] for x in hard[:400]] + [False] * (hard.size - min(hard.size, 400))]

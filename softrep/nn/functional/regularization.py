@@ -14,7 +14,7 @@ import torch
 
 from ...ops import batching
 from ...ops import elementwise as E
-from ...ops.generator import resolve
+from ...ops.generator import check_generator, resolve
 from ...ops.random import bernoulli
 
 
@@ -74,13 +74,13 @@ def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     for name, flag in (("training", training), ("inplace", inplace)):
         if not isinstance(flag, bool):
             raise TypeError(f"softrep.dropout: argument '{name}' must be a bool, got {type(flag).__name__}")
-    gen = resolve("dropout", generator)
+    check_generator("dropout", generator)
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
         noise = torch.zeros((), dtype=input.dtype, device=input.device)
     else:
-        noise = _DropoutNoise.apply(input, p, gen)
+        noise = _DropoutNoise.apply(input, p, resolve("dropout", generator))
     out = E.mul(input, noise)
     return input.copy_(out) if inplace else out
 

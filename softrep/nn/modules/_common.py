@@ -6,7 +6,7 @@ import contextlib
 
 import torch
 
-from ...ops.generator import resolve
+from ...ops.generator import check_generator
 
 
 class _Shared:
@@ -27,7 +27,7 @@ def set_generator(module, cls_name, generator):
     so that softrep.manual_seed applies) before torch's __init__ runs
     reset_parameters, which reads it."""
     if generator is not None:
-        resolve(f"nn.{cls_name}", generator)  # type check, names the argument
+        check_generator(f"nn.{cls_name}", generator)
     object.__setattr__(module, "_softrep_generator", _Shared(generator))
 
 
