@@ -15,6 +15,7 @@ import torch
 import softrep
 from softrep.ops import lowp
 from softrep.ops.generator import uniform_words
+from softrep.tools import verify_formats
 from softrep.tools.verify_formats import compare_bits
 
 from golden import bit_pattern_tensor, check as golden_check, normal_tensor
@@ -415,3 +416,34 @@ def test_simulator_matches_cpu(backend):
         ce, cs = softrep.quantize_mx(n, name, mode, dim=1, generator=softrep.Generator(6))
         for got, ref in ((v, cv), (e, ce), (s, cs)):
             assert torch.equal(got.view(torch.int32), ref.view(torch.int32)), (name, mode)
+
+
+# ---------------------------------------------------------------------------- verify-formats
+
+
+def test_verify_formats_mx_reference_against_the_rational_reference():
+    """`verify-formats --mx`'s reference agrees with the exact-rational one on its own
+    block generator and the edge blocks above, in every mode."""
+    x = np.concatenate([verify_formats.mx_blocks(90, seed=3), mx_blocks()])
+    for name in MX_NAMES:
+        for mode in MODES:
+            ref = torch.from_numpy(verify_formats.reference_mx(x, name, mode))
+            _check_against_reference(x, name, mode, ref)
+
+
+def test_verify_formats_mx_counts_a_wrong_result(monkeypatch):
+    x = verify_formats.mx_blocks(30, seed=4)
+    assert verify_formats.check_mx(x, "mxfp4_e2m1", "up")[0] == 0
+    real = lowp.round_to
+
+    def off_by_one_ulp(t, *args, **kwargs):
+        out = real(t, *args, **kwargs).clone()
+        out.view(torch.int32)[5, 7] += 1
+        return out
+
+    monkeypatch.setattr(lowp, "round_to", off_by_one_ulp)
+    monkeypatch.setenv("SOFTREP_BACKEND", "cpu")  # main() sets it; monkeypatch restores it
+    count, where = verify_formats.check_mx(x, "mxfp4_e2m1", "up")
+    assert count == 1 and where[0][:2] == (5, 7)
+    assert verify_formats.main(["--no-conversions", "--mx", "--mx-formats", "mxint8", "--modes", "odd",
+                                "--mx-blocks", "20"]) == 1
