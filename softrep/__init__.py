@@ -25,13 +25,13 @@ from .nn.functional.activations import logsumexp
 from .ops.conv import conv1d, conv2d
 from .ops.elementwise import abs, add, div, fma, mul, neg, reciprocal, sqrt, square, sub
 from .ops.generator import Generator, manual_seed
-from .ops.lowp import round_to
+from .ops.lowp import quantize_mx, round_to
 from .ops.math import (atan, cbrt, cos, cosh, erf, erfc, exp, exp2, exp10, expm1, hypot, log, log1p, log2, log10,
                        pow, rsqrt, sigmoid, sin, sinh, tan, tanh)
-from .ops.products import addmm, bmm, dot, linear, matmul, mm
+from .ops.products import addmm, bmm, dot, linear, matmul, mm, scaled_mm
 from .ops.random import bernoulli, rand, randint, randn, randperm
 from .ops.reduction import amax, amin, argmax, argmin, mean, std, sum, var
-from .primitives.formats import Format
+from .primitives.formats import Format, MXFormat
 from .tools.convert import UnsupportedModuleError, from_torch_module
 from .tools.dispatch import NotReproducibleError, audit, patch, reproducible
 from .tools.fingerprint import fingerprint
@@ -47,7 +47,7 @@ __all__ = [
     "atan", "cbrt", "cos", "cosh", "erf", "erfc", "exp", "exp2", "exp10", "expm1", "hypot", "log", "log1p",
     "log2", "log10", "pow", "rsqrt", "sigmoid", "sin", "sinh", "tan", "tanh",
     # products and convolution
-    "addmm", "bmm", "dot", "linear", "matmul", "mm", "conv1d", "conv2d",
+    "addmm", "bmm", "dot", "linear", "matmul", "mm", "scaled_mm", "conv1d", "conv2d",
     # neural-network functions
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "cross_entropy",
     "dropout", "embedding", "gelu", "group_norm", "layer_norm", "leaky_relu", "log_softmax", "logsumexp",
@@ -55,6 +55,7 @@ __all__ = [
     "softmax", "softplus",
     # randomness and low precision
     "Generator", "manual_seed", "bernoulli", "rand", "randint", "randn", "randperm", "Format", "round_to",
+    "MXFormat", "quantize_mx",
     # tools
     "fingerprint", "from_torch_module", "UnsupportedModuleError", "audit", "patch", "reproducible",
     "NotReproducibleError", "record", "replay", "ReplayDivergenceError", "ReplayLogError",

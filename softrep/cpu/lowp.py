@@ -8,7 +8,7 @@ emulated dot product -- so the thread split changes no bit.
 
 from numba import njit, prange, types
 
-from ..algorithms.lowp import elementwise_element, mm_element, round_to_element
+from ..algorithms.lowp import decode_float8, elementwise_element, mm_element, mx_block, round_to_element
 from ..algorithms.random import key_offset
 from .launch import kernel
 
@@ -51,3 +51,28 @@ def mm(out, a, b, spec, key_lo, key_hi, off_lo, off_hi):
     for o in prange(rows * cols):
         i = o // cols
         mm_element(out, a, b, i, o - i * cols, spec, key, offset)
+
+
+def _t(t):
+    return types.Array(t, 3, "C")
+
+
+@kernel("lowp.mx", *[(_t(t), _t(t), _t(types.float32), _t(t), _SPEC, types.int64) + _RNG for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def mx(values, elements, scales, x, spec, block, key_lo, key_hi, off_lo, off_hi):
+    """One task per MX block (algorithms.lowp.mx_block) of x (outer, length, inner)."""
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
+    outer, nblocks, inner = scales.shape
+    for t in prange(outer * nblocks * inner):
+        o = t // (nblocks * inner)
+        rest = t - o * nblocks * inner
+        blk = rest // inner
+        mx_block(values, elements, scales, x, o, blk, rest - blk * inner, spec, block, key, offset)
+
+
+@kernel("lowp.decode_float8", (_v(types.float32), _v(types.uint8), types.int64, types.int64, types.int64))
+@njit(parallel=True, cache=True)
+def decode_float8_codes(out, codes, mantissa_bits, bias, ieee_specials):
+    """out[i] = the float32 value of the 8-bit float code[i] (algorithms.lowp.decode_float8)."""
+    for i in prange(out.size):
+        out[i] = decode_float8(codes[i], mantissa_bits, bias, ieee_specials)

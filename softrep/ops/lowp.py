@@ -24,7 +24,7 @@ from . import backend, batching
 from ..primitives import formats as F
 from . import generator as _random
 from .memory import empty
-from .validate import broadcast_shape, tensor_operands
+from .validate import broadcast_shape, normalize_dim, tensor_operands
 from ..cpu import lowp as cpu_lowp
 from ..cuda import lowp as cuda_lowp
 
@@ -112,25 +112,143 @@ class _RoundTo(torch.autograd.Function):
         return _RoundTo.apply(x, spec, rng), in_dims[0]
 
 
-def round_to(x, format, rounding="nearest", *, subnormals=True, saturate=False, generator=None):
+def round_to(x, format, rounding="nearest", *, subnormals=True, saturate=False, generator=None, dim=None):
     """x rounded to `format`, in x's dtype (float32 or float64).
 
     format: "bfloat16", "float16", "tf32", "float8_e4m3fn", "float8_e5m2",
-    "float32", a torch dtype of one of these, or a `softrep.Format`.
+    "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float32", a torch
+    dtype of one of these, a `softrep.Format`, or an OCP Microscaling format
+    ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4_e2m1",
+    "mxint8" or a `softrep.MXFormat`) whose blocks of 32 run along `dim`
+    (default: the last dimension; see `quantize_mx`).
     rounding: "nearest" (ties to even), "nearest_away", "down", "up", "zero",
     "odd", "stochastic" (random words from `generator`, default: softrep's
     global generator).  subnormals=False flushes the subnormal range to the
     grid {0, 2**emin}; saturate=True replaces overflows and infinities by the
-    largest finite value.  The gradient is passed through unchanged.
+    largest finite value (MX formats always saturate, as their specification
+    says).  The gradient is passed through unchanged.
     """
     _check_tensor("round_to", "x", x)
-    fmt = F.resolve("round_to", format)
+    fmt = F.resolve("round_to", format, mx=True)
+    if isinstance(fmt, F.MXFormat):
+        _check_bool("round_to", "saturate", saturate)
+        values, _, _ = _mx_apply("round_to", x, fmt, rounding, subnormals, generator, -1 if dim is None else dim)
+        return values
+    if dim is not None:
+        raise ValueError(f"softrep.round_to: argument 'dim' is for block-scaled (MX) formats only; {fmt!r} "
+                         "rounds every element on its own")
     code = F.rounding_code("round_to", rounding)
     _check_bool("round_to", "subnormals", subnormals)
     _check_bool("round_to", "saturate", saturate)
     spec = conversion_spec("round_to", fmt, x.dtype, code, subnormals, saturate)
     rng = _rng_args("round_to", code, generator)
     return _RoundTo.apply(x, spec, rng)
+
+
+# ---------------------------------------------------------------------------- OCP Microscaling
+
+
+def _mx_forward(x, fmt, spec, dim, rng):
+    """(values, elements, scales) of the MX conversion of x with blocks along `dim`."""
+    shape = tuple(x.shape)
+    length = shape[dim]
+    outer = 1
+    for size in shape[:dim]:
+        outer *= size
+    inner = 1
+    for size in shape[dim + 1:]:
+        inner *= size
+    nblocks = (length + fmt.block_size - 1) // fmt.block_size
+    scale_shape = shape[:dim] + (nblocks,) + shape[dim + 1:]
+    values = empty(shape, dtype=x.dtype, device=x.device)
+    elements = empty(shape, dtype=x.dtype, device=x.device)
+    scales = empty(scale_shape, dtype=torch.float32, device=x.device)
+    if values.numel() == 0:
+        return values, elements, scales
+    x3 = x.detach().contiguous().reshape(outer, length, inner)
+    backend.execute(cpu_lowp.mx, cuda_lowp.mx,
+                    [values.view(outer, length, inner), elements.view(outer, length, inner),
+                     scales.view(outer, nblocks, inner)], [x3], spec, fmt.block_size, *rng)
+    return values, elements, scales
+
+
+class _MXRoundTo(torch.autograd.Function):
+    """MX conversion; the values get the straight-through gradient (d/dx = 1),
+    elements and scales none."""
+
+    @staticmethod
+    def forward(x, fmt, spec, dim, rng):
+        return _mx_forward(x, fmt, spec, dim, rng)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[1], output[2])
+
+    @staticmethod
+    def backward(ctx, grad_values, grad_elements, grad_scales):
+        return grad_values, None, None, None, None
+
+
+def _mx_apply(fn, x, fmt, rounding, subnormals, generator, dim):
+    code = F.rounding_code(fn, rounding)
+    _check_bool(fn, "subnormals", subnormals)
+    if not fmt.fits(x.dtype, fmt.element.subnormals and subnormals):
+        raise ValueError(f"softrep.{fn}: argument 'format' {fmt!r} has values that {x.dtype} cannot hold "
+                         "(element precision, or element exponent range shifted by the E8M0 scales)")
+    dim = normalize_dim(fn, dim, x.dim())
+    spec = fmt.element.spec(code, subnormals, True)
+    rng = _rng_args(fn, code, generator)
+    if x.dim() == 0:
+        values, elements, scales = _MXRoundTo.apply(x.reshape(1), fmt, spec, 0, rng)
+        return values.reshape(()), elements.reshape(()), scales.reshape(())
+    return _MXRoundTo.apply(x, fmt, spec, dim, rng)
+
+
+def quantize_mx(x, format, rounding="nearest", *, dim=-1, subnormals=True, generator=None):
+    """OCP Microscaling conversion of x (float32 or float64): returns
+    (elements, scales).
+
+    Blocks of `format.block_size` (32) consecutive elements along `dim` share
+    one E8M0 scale (a last partial block is a shorter block).  `elements` has
+    x's shape and dtype and holds values of the element format (so
+    `.to(torch.float8_e4m3fn)` etc. of it is exact); `scales` is float32 with
+    x's shape except ceil(size / 32) along `dim`, each a power of two 2**s,
+    s in [-127, 127], or NaN (so `.to(torch.float8_e8m0fnu)` is exact).
+    elements * scales (scales repeated 32 times along dim) is
+    `round_to(x, format, rounding, dim=dim)`, exactly.  The shared exponent,
+    the clamping and the special values follow OCP MX v1.0 section 6.3
+    (docs/lowprecision.md, "Block-scaled formats"); the element rounding is
+    `rounding`, stochastic rounding drawing word i (the element's row-major
+    index) of one draw from `generator`.  Gradients: none (use round_to for a
+    straight-through gradient).
+    """
+    _check_tensor("quantize_mx", "x", x)
+    fmt = F.resolve("quantize_mx", format, mx=True)
+    if not isinstance(fmt, F.MXFormat):
+        raise ValueError(f"softrep.quantize_mx: argument 'format' must be an MX format (one of "
+                         f"{', '.join(map(repr, F.MX_FORMATS))} or a softrep.MXFormat), got {format!r}")
+    _, elements, scales = _mx_apply("quantize_mx", x, fmt, rounding, subnormals, generator, dim)
+    return elements.detach(), scales.detach()
+
+
+# ---------------------------------------------------------------------------- float8 codes
+
+# (mantissa bits, exponent bias, IEEE specials) of the 8-bit float dtypes
+FLOAT8_LAYOUTS = {torch.float8_e4m3fn: (3, 7, 0), torch.float8_e5m2: (2, 15, 1)}
+
+
+def float8_values(x):
+    """The float32 values of a float8_e4m3fn or float8_e5m2 tensor, decoded from
+    its bits by softrep's kernel (algorithms.lowp.decode_float8): exact, NaN
+    canonical.  No gradient."""
+    layout = FLOAT8_LAYOUTS[x.dtype]
+    out = empty(x.shape, dtype=torch.float32, device=x.device)
+    if out.numel() == 0:
+        return out
+    codes = x.detach().contiguous().view(torch.uint8).reshape(-1)
+    backend.execute(cpu_lowp.decode_float8_codes, cuda_lowp.decode_float8_codes, [out.view(-1)], [codes],
+                    *layout)
+    return out
 
 
 # ---------------------------------------------------------------------------- elementwise
@@ -233,7 +351,9 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     Order (softrep's mm order): out[i, j]: acc = +0; for k = 0 .. K-1:
     acc = round(a[i, k] * b[k, j] + acc), each step an exact fma rounded once
     to `accumulate_format` (default: the operands' dtype) in `rounding`.
-    With `input_format`, a and b are first rounded to it, to nearest.  Stochastic
+    With `input_format`, a and b are first rounded to it, to nearest; an MX
+    format (e.g. "mxfp8_e4m3") takes its blocks of 32 along k (rows of a,
+    columns of b).  Stochastic
     rounding takes one draw; step k of output element o uses word o*K + k.
     """
     fn = "mm"
@@ -252,9 +372,14 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     code = F.rounding_code(fn, rounding)
     spec = _accumulate_spec(fn, accumulate_format, input.dtype, code)
     if input_format is not None:
-        fmt = F.resolve(fn, input_format, "input_format")
-        in_spec = conversion_spec(fn, fmt, input.dtype, F.NEAREST, arg="input_format")
-        input = _RoundTo.apply(input, in_spec, (0, 0, 0, 0))
-        mat2 = _RoundTo.apply(mat2, in_spec, (0, 0, 0, 0))
+        fmt = F.resolve(fn, input_format, "input_format", mx=True)
+        if isinstance(fmt, F.MXFormat):
+            # blocks along k: rows of input, columns of mat2 (as MX matrix units take them)
+            input = _mx_apply(fn, input, fmt, "nearest", True, None, 1)[0]
+            mat2 = _mx_apply(fn, mat2, fmt, "nearest", True, None, 0)[0]
+        else:
+            in_spec = conversion_spec(fn, fmt, input.dtype, F.NEAREST, arg="input_format")
+            input = _RoundTo.apply(input, in_spec, (0, 0, 0, 0))
+            mat2 = _RoundTo.apply(mat2, in_spec, (0, 0, 0, 0))
     rng = _rng_args(fn, code, generator)
     return _EmulatedMM.apply(input, mat2, spec, rng)

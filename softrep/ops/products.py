@@ -232,13 +232,20 @@ def _emulated(input_format, accumulate_format, rounding, generator):
         or generator is not None
 
 
-def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="nearest", generator=None):
+def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="nearest", generator=None,
+       scale_a=None, scale_b=None, out_dtype=None):
     """input (M, K) @ mat2 (K, N), each element one fma chain in k order (like torch.mm).
 
     With `input_format`, `accumulate_format` or a `rounding` other than
     "nearest", the same order runs emulated in low precision (softrep.ops.lowp.mm):
     each step an exact fma rounded once to the accumulate format.
+
+    float8_e4m3fn / float8_e5m2 operands (or `scale_a`, `scale_b`, `out_dtype`)
+    make it the scaled float8 product `scaled_mm`.
     """
+    if _float8_call(input, mat2, scale_a, scale_b, out_dtype):
+        return scaled_mm(input, mat2, 1.0 if scale_a is None else scale_a, 1.0 if scale_b is None else scale_b,
+                         out_dtype=out_dtype)
     if _emulated(input_format, accumulate_format, rounding, generator):
         return lowp.mm(input, mat2, input_format=input_format, accumulate_format=accumulate_format,
                        rounding=rounding, generator=generator)
@@ -305,16 +312,20 @@ def matmul(input, other):
 
 
 def linear(input, weight, bias=None, *, input_format=None, accumulate_format=None, rounding="nearest",
-           generator=None):
+           generator=None, scale_a=None, scale_b=None, out_dtype=None):
     """input @ weight^T + bias (like torch.nn.functional.linear); bias added once with add_rn.
 
     The low-precision keywords route to the emulation of softrep.ops.lowp, as in `mm`;
-    the bias is then added by one emulated add (`_emulated_linear`).
+    the bias is then added by one emulated add (`_emulated_linear`).  float8
+    operands (or the scale keywords) route to `scaled_linear`.
 
     The leading dimensions of `input` are folded into rows, so grad_weight
     = g^T @ input is one fma chain over all rows in row-major order, and
     grad_bias is softrep.sum of g over the rows (the documented sum order).
     """
+    if _float8_call(input, weight, scale_a, scale_b, out_dtype):
+        return scaled_linear(input, weight, bias, 1.0 if scale_a is None else scale_a,
+                             1.0 if scale_b is None else scale_b, out_dtype=out_dtype)
     if _emulated(input_format, accumulate_format, rounding, generator):
         return _emulated_linear(input, weight, bias, input_format=input_format, accumulate_format=accumulate_format,
                            rounding=rounding, generator=generator)
@@ -376,3 +387,130 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         out = _MM.apply(mat1, mat2, None)
     out = out if alpha == 1 else E.mul(out, alpha)
     return out if beta == 0 else E.add(out, addend)
+
+
+# --------------------------------------------------------------------------- float8 products
+
+FLOAT8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+# output dtypes of the scaled products, and the softrep format each is rounded to
+SCALED_OUT_FORMATS = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16",
+                      torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}
+
+
+def _float8_call(a, b, scale_a, scale_b, out_dtype):
+    """True when mm/linear are asked for the scaled float8 product."""
+    return any(isinstance(t, torch.Tensor) and t.dtype in FLOAT8_DTYPES for t in (a, b)) \
+        or scale_a is not None or scale_b is not None or out_dtype is not None
+
+
+def _check_float8(fn, **operands):
+    first_name, first = None, None
+    for name, t in operands.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"softrep.{fn}: argument '{name}' must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in FLOAT8_DTYPES:
+            raise TypeError(f"softrep.{fn}: argument '{name}' has dtype {t.dtype}; the scaled product takes "
+                            "torch.float8_e4m3fn or torch.float8_e5m2 operands (convert with softrep.round_to(x, "
+                            "'float8_e4m3fn', saturate=True).to(torch.float8_e4m3fn) after scaling)")
+        if first is None:
+            first_name, first = name, t
+        elif t.device != first.device:
+            raise ValueError(f"softrep.{fn}: argument '{name}' is on {t.device} but '{first_name}' is on {first.device}")
+
+
+def _scale_tensor(fn, name, scale, device):
+    """A per-tensor scale as a 0-d float32 tensor: a Python real (rounded to
+    float32, to nearest) or a float32 tensor with one element."""
+    if isinstance(scale, torch.Tensor):
+        if scale.dtype != torch.float32 or scale.numel() != 1:
+            raise TypeError(f"softrep.{fn}: argument '{name}' must be a float32 tensor with one element (a "
+                            f"per-tensor scale), got dtype {scale.dtype} and shape {tuple(scale.shape)}")
+        if scale.device != device:
+            raise ValueError(f"softrep.{fn}: argument '{name}' is on {scale.device} but the operands are on {device}")
+        return scale.reshape(())
+    return torch.tensor(_check_scale(fn, name, scale), dtype=torch.float32, device=device)
+
+
+def _bias_values(fn, bias, n, device):
+    """The bias as float32 values (every bias dtype widens exactly)."""
+    if not isinstance(bias, torch.Tensor):
+        raise TypeError(f"softrep.{fn}: argument 'bias' must be a torch.Tensor, got {type(bias).__name__}")
+    if bias.dim() > 1 or (bias.dim() == 1 and bias.shape[0] not in (1, n)):
+        raise ValueError(f"softrep.{fn}: argument 'bias' must have shape ({n},) or (), got {tuple(bias.shape)}")
+    if bias.device != device:
+        raise ValueError(f"softrep.{fn}: argument 'bias' is on {bias.device} but the operands are on {device}")
+    if bias.dtype in FLOAT8_DTYPES:
+        return lowp.float8_values(bias)
+    if bias.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise TypeError(f"softrep.{fn}: argument 'bias' has dtype {bias.dtype}; expected float32, bfloat16, "
+                        "float16 or a float8 dtype")
+    return bias.detach().to(torch.float32)  # exact: every bfloat16/float16 value is a float32
+
+
+def _scaled_product(fn, a2, b2, scale_a, scale_b, bias, out_dtype):
+    """(a2 (M, K) @ b2 (K, N) in float8) * scale_a * scale_b [+ bias], rounded once to out_dtype."""
+    device = a2.device
+    if out_dtype is None:
+        out_dtype = a2.dtype
+    if out_dtype not in SCALED_OUT_FORMATS:
+        raise TypeError(f"softrep.{fn}: argument 'out_dtype' must be one of "
+                        f"{', '.join(map(str, SCALED_OUT_FORMATS))}, got {out_dtype}")
+    sa = _scale_tensor(fn, "scale_a", scale_a, device)
+    sb = _scale_tensor(fn, "scale_b", scale_b, device)
+    # 1. the products are exact in float32 (at most 4 x 4 significant bits, exponents
+    #    within [-34, 32]), so the float32 chain fma_rn(a, b, acc) in k order of
+    #    every other softrep product is the chain of the float8 product
+    acc = _MM.apply(lowp.float8_values(a2), lowp.float8_values(b2), None)
+    # 2. the per-tensor scales combine in float32: scale = mul_rn(scale_a, scale_b)
+    #    (exact when either is a power of two)
+    scale = E.mul(sa, sb)
+    # 3. scale and bias are applied to the accumulator with one rounding to the
+    #    output format: out = round(acc * scale [+ bias]), the exact value rounded once
+    fmt = SCALED_OUT_FORMATS[out_dtype]
+    if bias is None:
+        out = emulated_elementwise("mul", [acc, scale], fmt)
+    else:
+        out = emulated_elementwise("fma", [acc, scale, _bias_values(fn, bias, b2.shape[1], device)], fmt)
+    return out.to(out_dtype)  # exact: out holds a value of out_dtype's format
+
+
+def scaled_mm(input, mat2, scale_a=1.0, scale_b=1.0, *, bias=None, out_dtype=None):
+    """The scaled float8 matrix product of fp8 training recipes, like torch._scaled_mm.
+
+    input (M, K) and mat2 (K, N): torch.float8_e4m3fn or torch.float8_e5m2 (they
+    may differ); scale_a, scale_b: per-tensor scales (Python reals or float32
+    tensors of one element) that dequantize input and mat2; bias (N,) or ():
+    float32, bfloat16, float16 or float8; out_dtype: float32, bfloat16,
+    float16, float8_e4m3fn or float8_e5m2 (default: input's dtype, as torch).
+
+    Order (docs/order.md, "Scaled float8 products"): every element is
+    acc = +0, then acc = fma_rn(a[i, k], b[k, j], acc) for k = 0 .. K-1 in
+    float32 (each product exact, each step one float32 rounding), then
+    scale = mul_rn(scale_a, scale_b) in float32 and
+    out = round_out(acc * scale [+ bias]), one rounding of the exact value to
+    out_dtype, to nearest (float8_e4m3fn overflows to NaN, float8_e5m2 to inf).
+    NaN results are canonical.
+    """
+    fn = "scaled_mm"
+    _check_float8(fn, input=input, mat2=mat2)
+    _check_rank(fn, "input", input, (2,))
+    _check_rank(fn, "mat2", mat2, (2,))
+    _check_inner(fn, "input", input.shape[1], "mat2", mat2.shape[0])
+    return _scaled_product(fn, input, mat2, scale_a, scale_b, bias, out_dtype)
+
+
+def scaled_linear(input, weight, bias=None, scale_a=1.0, scale_b=1.0, *, out_dtype=None):
+    """input @ weight^T [+ bias] as the scaled float8 product `scaled_mm`
+    (input (..., K) and weight (N, K) float8; scale_a dequantizes input,
+    scale_b weight); the leading dimensions of input are folded into rows."""
+    fn = "linear"
+    _check_float8(fn, input=input, weight=weight)
+    if input.dim() == 0:
+        raise ValueError("softrep.linear: argument 'input' must be at least 1-D, got a 0-D tensor")
+    _check_rank(fn, "weight", weight, (2,))
+    _check_inner(fn, "input", input.shape[-1], "weight", weight.shape[1])
+    rows = 1
+    for size in input.shape[:-1]:
+        rows *= size
+    out = _scaled_product(fn, input.reshape(rows, input.shape[-1]), weight.t(), scale_a, scale_b, bias, out_dtype)
+    return out.reshape(*input.shape[:-1], weight.shape[0])

@@ -146,6 +146,11 @@ FORMATS = {
     "float8_e5m2": Format(3, 15, name="float8_e5m2"),
     "float32": Format(24, 127, name="float32"),
     "float64": Format(53, 1023, name="float64"),
+    # OCP MX v1.0 element formats (FP6 and FP4, no infinities and no NaN; ml_dtypes
+    # names): E2M3 = 1.111b * 2**2 = 7.5, E3M2 = 1.11b * 2**4 = 28, E2M1 = 1.1b * 2**2 = 6.
+    "float6_e2m3fn": Format(4, 2, 0, has_infinity=False, name="float6_e2m3fn"),
+    "float6_e3m2fn": Format(3, 4, -2, has_infinity=False, name="float6_e3m2fn"),
+    "float4_e2m1fn": Format(2, 2, 0, has_infinity=False, name="float4_e2m1fn"),
 }
 _TORCH_NAMES = {
     torch.bfloat16: "bfloat16",
@@ -158,10 +163,93 @@ _TORCH_NAMES = {
 TORCH_DTYPES = {name: dt for dt, name in _TORCH_NAMES.items()}
 
 
-def resolve(fn, format, arg="format"):
-    """A Format from a Format, a name in FORMATS, or a torch dtype."""
+# ---------------------------------------------------------------------------- OCP Microscaling
+
+# E8M0, the shared scale of the MX formats: 2**s for s in [-127, 127]; code 0xFF is NaN.
+E8M0_MIN_EXPONENT, E8M0_MAX_EXPONENT = -127, 127
+
+
+class MXFormat:
+    """An OCP Microscaling (MX v1.0) format: blocks of `block_size` consecutive
+    elements along one dimension share one E8M0 scale X = 2**s, and each element
+    is a value of the `element` format times X.
+
+    Conversion (OCP MX v1.0, section 6.3): s = floor(log2(amax)) - emax_elem,
+    amax the largest magnitude of the block and emax_elem = element.emax (the
+    exponent of the element format's largest normal binade); s is raised to
+    -127 when it is smaller (and an all-zero block takes s = -127), and a block
+    with s > 127, an infinity or a NaN has the NaN scale: all its values are
+    NaN.  Every element V is then rounded to the element format scaled by X,
+    with normal overflows clamped to +-(largest element) * X (always: the
+    specification saturates).  Rounding V / X to the element format and
+    multiplying by X is the same as rounding V to the element grid shifted by
+    s, which is how it is computed: no division, one rounding."""
+
+    def __init__(self, element, block_size=32, name=None):
+        if not isinstance(element, Format):
+            raise TypeError(f"softrep.MXFormat: argument 'element' must be a softrep.Format, "
+                            f"got {type(element).__name__}")
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+            raise ValueError(f"softrep.MXFormat: argument 'block_size' must be a positive int, got {block_size!r}")
+        self.element = element
+        self.block_size = block_size
+        self.name = name
+
+    @property
+    def emax_elem(self):
+        return self.element.emax
+
+    def _key(self):
+        return (self.element, self.block_size)
+
+    def __eq__(self, other):
+        return isinstance(other, MXFormat) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(("mx",) + self._key())
+
+    def __repr__(self):
+        if self.name:
+            return f"softrep.MXFormat({self.name!r})"
+        return f"softrep.MXFormat(element={self.element!r}, block_size={self.block_size})"
+
+    def fits(self, dtype, subnormals=True):
+        """Whether every value of every block (element times any E8M0 scale up to
+        the one a finite input of `dtype` can produce) is a value of `dtype`."""
+        p, emax, qmin = _DTYPE_LIMITS[dtype]
+        element = self.element
+        largest_scale = min(E8M0_MAX_EXPONENT, emax - element.emax)
+        return (element.precision <= p and element.emax + largest_scale <= emax
+                and element.lowest_quantum(subnormals) + E8M0_MIN_EXPONENT >= qmin)
+
+
+# The element of MXINT8 is an 8-bit two's complement integer k times 2**-6.  As a
+# sign-magnitude grid that is the 7-bit format with emin = emax = 0: normals
+# [1, 2) and subnormals below 1 share the quantum 2**-6, the largest value is
+# 127/64.  The conversion clamps symmetrically to +-127/64 (the code -128, i.e.
+# -2, is never produced), as microsoft/microxcaling does.
+MXINT8_ELEMENT = Format(7, 0, 0, name="int8 (MX, 2**-6 units)")
+
+MX_FORMATS = {
+    "mxfp8_e4m3": MXFormat(FORMATS["float8_e4m3fn"], name="mxfp8_e4m3"),
+    "mxfp8_e5m2": MXFormat(FORMATS["float8_e5m2"], name="mxfp8_e5m2"),
+    "mxfp6_e2m3": MXFormat(FORMATS["float6_e2m3fn"], name="mxfp6_e2m3"),
+    "mxfp6_e3m2": MXFormat(FORMATS["float6_e3m2fn"], name="mxfp6_e3m2"),
+    "mxfp4_e2m1": MXFormat(FORMATS["float4_e2m1fn"], name="mxfp4_e2m1"),
+    "mxint8": MXFormat(MXINT8_ELEMENT, name="mxint8"),
+}
+
+
+def resolve(fn, format, arg="format", mx=False):
+    """A Format from a Format, a name in FORMATS, or a torch dtype; with mx=True
+    also an MXFormat from an MXFormat or a name in MX_FORMATS."""
     if isinstance(format, Format):
         return format
+    if isinstance(format, MXFormat) or (isinstance(format, str) and format in MX_FORMATS):
+        if mx:
+            return format if isinstance(format, MXFormat) else MX_FORMATS[format]
+        raise ValueError(f"softrep.{fn}: argument '{arg}' is the block-scaled format {format!r}; MX formats "
+                         "are accepted by round_to, quantize_mx and the input_format of mm and linear only")
     if isinstance(format, torch.dtype):
         if format in _TORCH_NAMES:
             return FORMATS[_TORCH_NAMES[format]]
@@ -169,8 +257,10 @@ def resolve(fn, format, arg="format"):
                          f"supported format; use one of {', '.join(map(str, _TORCH_NAMES))}")
     if isinstance(format, str) and format in FORMATS:
         return FORMATS[format]
-    raise ValueError(f"softrep.{fn}: argument '{arg}' must be a softrep.Format, a torch dtype or one of "
-                     f"{', '.join(map(repr, FORMATS))}; got {format!r}")
+    names = list(FORMATS) + (list(MX_FORMATS) if mx else [])
+    kinds = "softrep.Format, a softrep.MXFormat" if mx else "softrep.Format"
+    raise ValueError(f"softrep.{fn}: argument '{arg}' must be a {kinds}, a torch dtype or one of "
+                     f"{', '.join(map(repr, names))}; got {format!r}")
 
 
 def rounding_code(fn, rounding):

@@ -1,7 +1,7 @@
 """`verify-formats`: check softrep's low-precision rounding against independent references.
 
     python -m softrep.tools.verify_formats [--exhaustive] [--backend cpu|cuda] [--modes M,...]
-                                  [--bf16-ops] [--samples N] [--bf16-ops-rows N] [--chunk-bits B]
+                                  [--mx] [--mx-formats F,...] [--mx-blocks N] [--bf16-ops] [--samples N] [--bf16-ops-rows N] [--chunk-bits B]
 
 Conversions (always): float32 -> bfloat16, float16, float8_e4m3fn, float8_e5m2,
 in every deterministic rounding (`--modes`, default all six), compared bit for
@@ -12,6 +12,16 @@ beyond the largest finite one.  Bit for bit means a NaN result must be the
 canonical 0x7FC00000 and the sign of zero counts.  `--exhaustive` takes all
 2**32 float32 bit patterns; otherwise N random bit patterns plus special
 values.
+
+`--mx`: the OCP Microscaling formats (mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3,
+mxfp6_e3m2, mxfp4_e2m1, mxint8; `--mx-formats` to pick) in every
+deterministic rounding of `--modes`, on `--mx-blocks` blocks of 32 float32
+values (random bit patterns, normal values at random scales, and blocks with
+zeros, infinities, NaNs, subnormals and grid ties), compared bit for bit with
+`reference_mx`: the shared exponent from frexp of the block's largest
+magnitude (OCP MX v1.0 section 6.3), the element rounding by exact float64
+scaling and comparison, saturation, the NaN scale for a block with an
+infinity or a NaN (canonical 0x7FC00000), signed zeros.
 
 `--bf16-ops`: add and mul of bfloat16 pairs, in every deterministic rounding,
 against a reference written separately (Numba, scalar): the exact sum
@@ -158,6 +168,94 @@ def check_conversion(bits, fmt, mode="nearest"):
     return count, bits[where[:5]]
 
 
+# ---------------------------------------------------------------------------- MX reference
+
+MX_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4_e2m1", "mxint8")
+# element (precision, emin, emax, largest finite value) from the OCP MX v1.0 tables;
+# MXINT8's element is k * 2**-6 with |k| <= 127 (precision None: a fixed quantum)
+_MX_ELEMENTS = {
+    "mxfp8_e4m3": (4, -6, 8, 448.0),
+    "mxfp8_e5m2": (3, -14, 15, 57344.0),
+    "mxfp6_e2m3": (4, 0, 2, 7.5),
+    "mxfp6_e3m2": (3, -2, 4, 28.0),
+    "mxfp4_e2m1": (2, 0, 2, 6.0),
+    "mxint8": (None, 0, 0, 127 / 64),
+}
+
+
+def reference_mx(x, fmt, mode):
+    """x (blocks, 32) float32 rounded to the MX format `fmt` in `mode`, as float32
+    (NaN: the canonical 0x7FC00000), written independently of softrep: the shared
+    exponent s = floor(log2(amax)) - emax_elem (frexp), at least -127, NaN for a
+    block with an infinity or NaN; t = x * 2**-s exactly in float64; the element
+    quantum 2**q from frexp(t) (or 2**-6 for MXINT8); u = |t| / 2**q, its floor and
+    fraction (all exact: |t| has at most 24 significant bits and u < 2**8), the
+    mode's choice, saturation at the largest element; the result k * 2**q * 2**s
+    with the sign of x (zeros keep theirs)."""
+    with np.errstate(invalid="ignore", divide="ignore"):  # the NaN and infinite blocks are masked at the end
+        return _reference_mx(x, fmt, mode)
+
+
+def _reference_mx(x, fmt, mode):
+    p, emin, emax, maxv = _MX_ELEMENTS[fmt]
+    xd = x.astype(np.float64)
+    finite = np.all(np.isfinite(xd), axis=1)
+    amax = np.max(np.where(np.isfinite(xd), np.abs(xd), 0.0), axis=1)
+    lead = np.frexp(amax)[1] - 1
+    s = np.where(amax > 0, lead - emax, -127)
+    s = np.maximum(s, -127)[:, None].astype(np.float64)
+    t = xd * np.exp2(-s)
+    a = np.abs(t)
+    neg = np.signbit(t)
+    if p is None:
+        q = np.full_like(a, -6.0)
+    else:
+        q = (np.maximum(np.frexp(a)[1] - 1, emin) - p + 1).astype(np.float64)
+    u = a * np.exp2(-q)
+    low = np.floor(u)
+    rest = u - low
+    odd = np.mod(low, 2) == 1
+    inexact = rest != 0
+    up = {"nearest": (rest > 0.5) | ((rest == 0.5) & odd), "nearest_away": rest >= 0.5,
+          "down": inexact & neg, "up": inexact & ~neg, "zero": np.zeros_like(inexact),
+          "odd": inexact & ~odd}[mode]
+    r = np.minimum((low + up) * np.exp2(q), maxv)  # the specification clamps every overflow
+    res = np.where(neg, -r, r) * np.exp2(s)
+    res = np.where(finite[:, None], res, np.nan).astype(np.float32)
+    return np.where(np.isnan(res), _CANONICAL_NAN.view(np.float32), res).astype(np.float32)
+
+
+def mx_blocks(count, seed=0):
+    """`count` blocks of 32 float32 values: a third random bit patterns, a third
+    normal values at random scales, a third with the edges (zeros, subnormal
+    inputs, infinities, NaNs, float32's largest binade, ties of every element grid)."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    n1 = count // 3
+    n2 = count // 3
+    n3 = count - n1 - n2
+    bits = rng.integers(0, 1 << 32, size=(n1, 32), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    normal = (rng.standard_normal((n2, 32)) * np.exp2(rng.integers(-140, 125, (n2, 1)))).astype(np.float32)
+    # edges: small integers over a power of two hit the ties of every grid; sprinkle specials
+    edge = (rng.integers(-512, 513, (n3, 32)) * np.exp2(rng.integers(-150, 118, (n3, 1)))).astype(np.float32)
+    pick = rng.integers(0, 8, (n3, 32))
+    edge = np.where(pick == 0, np.float32(0), edge)
+    edge = np.where((pick == 1) & (rng.integers(0, 64, (n3, 1)) == 0), np.float32(np.inf), edge)
+    edge = np.where((pick == 2) & (rng.integers(0, 64, (n3, 1)) == 0), np.float32(np.nan), edge)
+    edge = np.where(pick == 3, np.float32(-0.0), edge)
+    return np.concatenate([bits, normal, edge]).astype(np.float32)
+
+
+def check_mx(x, fmt, mode):
+    """(mismatches, first bad (block, index, input bits)) of round_to(x, fmt, mode) against reference_mx."""
+    from ..ops import lowp
+
+    got = lowp.round_to(torch.from_numpy(x), fmt, mode).numpy()
+    ref = reference_mx(x, fmt, mode)
+    count, where = compare_bits(got.reshape(-1), ref.reshape(-1))
+    return count, [(int(w) // 32, int(w) % 32, hex(int(x.reshape(-1)[w:w + 1].view(np.uint32)[0])))
+                   for w in where[:3]]
+
+
 # ---------------------------------------------------------------------------- bf16 ops reference
 
 _BF16_MAX = float.fromhex("0x1.fep127")
@@ -285,6 +383,10 @@ def main(argv=None):
     parser.add_argument("--modes", default=",".join(MODES),
                         help="conversion roundings, comma-separated subset of " + ",".join(MODES))
     parser.add_argument("--no-conversions", action="store_true", help="skip the conversion checks")
+    parser.add_argument("--mx", action="store_true", help="check the OCP Microscaling formats")
+    parser.add_argument("--mx-formats", default=",".join(MX_FORMATS),
+                        help="with --mx, comma-separated subset of " + ",".join(MX_FORMATS))
+    parser.add_argument("--mx-blocks", type=int, default=100_000, help="with --mx, blocks of 32 per format and mode")
     parser.add_argument("--bf16-ops", action="store_true", help="check bfloat16 add and mul of all pairs")
     parser.add_argument("--bf16-ops-rows", type=int, default=65536,
                         help="first operands to take (evenly spaced of 65536; 65536 = all pairs)")
@@ -340,6 +442,22 @@ def main(argv=None):
                     checked = bits.size
                 record(f"float32 -> {fmt}, {mode}", checked, mismatches, start,
                        f"first inputs {[hex(int(b)) for b in examples[:5]]}")
+    if args.mx:
+        mx_formats = [f for f in args.mx_formats.split(",") if f]
+        for fmt in mx_formats:
+            if fmt not in MX_FORMATS:
+                parser.error(f"--mx-formats: unknown format {fmt!r}; use {', '.join(MX_FORMATS)}")
+        modes = [m for m in args.modes.split(",") if m]
+        for mode in modes:
+            if mode not in MODES:
+                parser.error(f"--modes: unknown rounding {mode!r}; use {', '.join(MODES)}")
+        blocks = mx_blocks(args.mx_blocks, args.seed)
+        for fmt in mx_formats:
+            for mode in modes:
+                start = time.perf_counter()
+                mismatches, examples = check_mx(blocks, fmt, mode)
+                record(f"float32 -> {fmt} (blocks of 32), {mode}", blocks.size, mismatches, start,
+                       f"(block, index, input bits) {examples}")
     if args.bf16_ops:
         all_rows = bf16_values()
         nrows = max(1, min(args.bf16_ops_rows, 65536))
