@@ -46,7 +46,10 @@ def test_kernels_missed_by_the_old_registration_are_registered():
 
 def test_launchers_carry_their_registered_kernels():
     cpu_run, cuda_run = E.launchers(R.add_ru, 2)
-    assert cpu_run.kernels == (cpu_launch.KERNELS["elementwise.add_ru"],)
+    # the parallel kernel, and the serial kernels of small launches (one per dtype)
+    assert cpu_run.kernels == (cpu_launch.KERNELS["elementwise.add_ru"],
+                               cpu_launch.KERNELS["elementwise.add_ru.serial.float32"],
+                               cpu_launch.KERNELS["elementwise.add_ru.serial.float64"])
     assert cuda_run.kernels == (cuda_launch.KERNELS["elementwise.add_ru"],)
     assert cpu_run.kernels[0].build()[0] is cpu_run  # the dispatcher the launcher is
 

@@ -62,6 +62,14 @@ def chain_step(a, b, acc):
 
 
 @jitable
+def start_chains(acc):
+    """Every accumulator of the 1-D array `acc` set to the chain's start, +0
+    (an integer 0 stored to a float array is +0 of its dtype)."""
+    for j in range(acc.size):
+        acc[j] = 0
+
+
+@jitable
 def dot_chain(a, a_off, a_step, b, b_off, b_step, k_count, acc):
     """acc advanced through k_count steps: acc = chain_step(a[a_off + k*a_step], b[b_off + k*b_step], acc).
 

@@ -15,10 +15,14 @@ registers every kernel its ops can launch.
 
 import functools
 
+import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import carray, njit, prange
 from numba.core import types
+from numba.core.extending import intrinsic
 
+from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.jit import KernelRegistry
 from ..primitives.rounding import bitcast, canonical
 
@@ -90,7 +94,112 @@ def elementwise(f, nin):
 
     signatures = elementwise_signatures(f, nin)
     run.kernels = (add(f"elementwise.{f.__name__}", lambda: (run, signatures)),)
+    _add_serial(run, f, nin, signatures)
     return run
+
+
+# --------------------------------------------------------------------------- the light path
+
+# Up to this many elements an elementwise launch runs on the calling thread
+# (`run.serial`): waking Numba's pool costs ~3 us on a quiet machine and
+# milliseconds on a loaded one (the workers wait passively and must be
+# scheduled), while 2^15 float32 additions take ~5 us on one core.  Which
+# thread computes an element never changes its bits.
+SERIAL_MAX = 1 << 15
+
+
+@intrinsic
+def _address_as_pointer(typingctx, address):
+    """An integer address (torch's `data_ptr()`) as a void pointer."""
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+    return types.voidptr(types.intp), codegen
+
+
+def _serial_kernel(f, nin, dtype, chunk=None):
+    """`serial(out, *inputs, n, mask)`: out[i] = f(*inputs[i]) for i < n on the
+    calling thread, every argument an integer (the addresses of C-contiguous
+    buffers of `dtype`, the element count, CONTROL_MASK).  A Python call with
+    integers costs a fraction of one with arrays, and the kernel sets IEEE's
+    control state itself (`enter_ieee`), so the launch is one call.  With
+    `chunk(out, x, lo, hi)` (one input), the loop is that function's."""
+    if chunk is not None:
+
+        def serial(out, x, n, mask):
+            old = enter_ieee(mask)
+            chunk(carray(_address_as_pointer(out), n, dtype), carray(_address_as_pointer(x), n, dtype), 0, n)
+            leave_ieee(old)
+
+    elif nin == 1:
+
+        def serial(out, x, n, mask):
+            old = enter_ieee(mask)
+            o, a = carray(_address_as_pointer(out), n, dtype), carray(_address_as_pointer(x), n, dtype)
+            for i in range(n):
+                o[i] = canonical(f(a[i]))
+            leave_ieee(old)
+
+    elif nin == 2:
+
+        def serial(out, x, y, n, mask):
+            old = enter_ieee(mask)
+            o, a = carray(_address_as_pointer(out), n, dtype), carray(_address_as_pointer(x), n, dtype)
+            b = carray(_address_as_pointer(y), n, dtype)
+            for i in range(n):
+                o[i] = canonical(f(a[i], b[i]))
+            leave_ieee(old)
+
+    else:
+
+        def serial(out, x, y, z, n, mask):
+            old = enter_ieee(mask)
+            o, a = carray(_address_as_pointer(out), n, dtype), carray(_address_as_pointer(x), n, dtype)
+            b, c = carray(_address_as_pointer(y), n, dtype), carray(_address_as_pointer(z), n, dtype)
+            for i in range(n):
+                o[i] = canonical(f(a[i], b[i], c[i]))
+            leave_ieee(old)
+
+    return njit(cache=True, error_model="numpy")(serial)
+
+
+def _add_serial(run, f, nin, signatures, chunks=None):
+    """Give the launcher `run` its serial kernels, `run.serial[numpy dtype]`
+    (see `_serial_kernel`; `chunks`: numpy dtype -> chunk function), registered
+    as `elementwise.<f>.serial.<dtype>`."""
+    run.serial = {}
+    run.serial_max = SERIAL_MAX
+    for signature in signatures:
+        dtype = signature[0].dtype
+        chunk = (chunks or {}).get(np.dtype(str(dtype)))
+        serial = _serial_kernel(f, nin, np.dtype(str(dtype)).type, chunk)
+        run.serial[np.dtype(str(dtype))] = serial
+        argtypes = ((types.intp,) * (nin + 2) + (types.int64,),)
+        run.kernels += (add(f"elementwise.{f.__name__}.serial.{dtype}", lambda s=serial, a=argtypes: (s, a)),)
+
+
+@njit  # not cached: Numba cannot cache the thread-count functions (a ctypes pointer)
+def set_threads(n):
+    """Set the calling thread's Numba thread count to n; returns the previous
+    count.  Compiled: `numba.set_num_threads` called from Python takes a
+    process-wide lock each time (tens of microseconds under load)."""
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    return old
+
+
+def on_one_thread(launcher, *args):
+    """`launcher(*args)` with its parallel kernels on the calling thread only."""
+    threads = set_threads(1)
+    try:
+        launcher(*args)
+    finally:
+        set_threads(threads)
+
+
+def launch_serial(run, dtype, out, inputs, n):
+    """Run the serial kernel of launcher `run` on addresses: `out` and `inputs`
+    are C-contiguous buffers of n elements of numpy dtype `dtype`."""
+    run.serial[dtype](out, *inputs, n, CONTROL_MASK)
 
 
 CHUNK = 8192  # elements per work item of the decided-first launcher (32 KB of float32)
@@ -149,4 +258,7 @@ def _decided_first(f, fast):
         run.kernels += (add(f"elementwise.{f.__name__}.decided_first", lambda: (two_loops, f32)),)
     if others:
         run.kernels += (add(f"elementwise.{f.__name__}", lambda: (one_loop, others)),)
+    # Small launches: the same loops on the calling thread (float32: `chunk`
+    # over all n elements, so the fast path still vectorises).
+    _add_serial(run, f, 1, signatures, {np.dtype(np.float32): chunk})
     return run

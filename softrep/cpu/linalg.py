@@ -26,7 +26,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.core import config as _numba_config
 
-from ..algorithms.products import KC, MR, NR, finish, finish_add, micro_f32, micro_f64
+from ..algorithms.products import (KC, MR, NR, chain_step, finish, finish_add, micro_f32, micro_f64,
+                                   start_chains)
 from .launch import kernel
 
 # Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
@@ -192,10 +193,64 @@ def product_packed(out, a, bp, addend=None, bias_rows=None):
         _finish_outputs(out, cpad)
 
 
+# Products of at most this many fmas run `_direct` on the calling thread: the
+# packed path's four parallel launches cost more than the work.
+DIRECT_MAX = 131072  # 2^17
+
+
+@njit(cache=True, error_model="numpy")
+def _direct_chains(out, a, bm):
+    """out[b, i, j] = the chain of a[b, i, :] and bm[b, :, j], before `finish`.
+
+    Row by row, k outermost: each out[b, i, j] is its own accumulator and takes
+    its `chain_step`s for k = 0, 1, ..., K-1 in order, from +0 -- the chain of
+    docs/order.md; the loop over j runs the independent chains of a row side
+    by side (it vectorises)."""
+    nb, m, k_count = a.shape
+    n = out.shape[2]
+    for b in range(nb):
+        for i in range(m):
+            row = out[b, i]
+            start_chains(row)
+            for k in range(k_count):
+                aik = a[b, i, k]
+                brow = bm[b, k]
+                for j in range(n):
+                    row[j] = chain_step(aik, brow[j], row[j])
+
+
+@kernel("linalg.direct", *_arrays(3, 3, 3))
+@njit(cache=True, error_model="numpy")
+def _direct(out, a, bm):
+    _direct_chains(out, a, bm)
+    nb, m, n = out.shape
+    for b in range(nb):
+        for i in range(m):
+            for j in range(n):
+                out[b, i, j] = finish(out[b, i, j])
+
+
+@kernel("linalg.direct_add", *_arrays(3, 3, 3, 3))
+@njit(cache=True, error_model="numpy")
+def _direct_add(out, a, bm, addend):
+    _direct_chains(out, a, bm)
+    nb, m, n = out.shape
+    for b in range(nb):
+        for i in range(m):
+            for j in range(n):
+                out[b, i, j] = finish_add(out[b, i, j], addend[b, i, j])
+
+
 def bmm(out, a, b, addend=None):
     """out (B, M, N) = a (B, M, K) @ b (B, K, N) [+ addend (B, M, N)], C-contiguous arrays."""
     nb, k_count, n = b.shape
     if out.size == 0:
+        return
+    if out.size * k_count <= DIRECT_MAX:
+        if addend is None:
+            _direct(out, a, b)
+        else:
+            _direct_add(out, a, b, addend)
         return
     bp = packed_b(nb, k_count, n, b.dtype)
     if k_count:

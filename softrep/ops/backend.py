@@ -11,23 +11,94 @@
 The variable is read at every call, so tests can switch it with monkeypatch.
 The CUDA kernels need numba-cuda (`pip install "softrep[cuda]"`); without it,
 an op that would run them raises ImportError naming that extra.
+
+Small CPU launches run on the calling thread (`execute`'s `work`, and the
+light path of the elementwise ops, `light_dtype`): waking Numba's thread pool
+costs microseconds on a quiet machine and milliseconds on a loaded one, more
+than the work.  The thread count never changes a result (docs/order.md).
 """
 
 import os
 
+import numpy as np
 import torch
 
+from ..cpu import launch as cpu_launch
 from ..primitives.fpenv import ieee_state
 from ..primitives.jit import SIMULATOR, require_cuda
 
 _CHOICES = ("auto", "cpu", "cuda")
 
+# Launches of at most this much work (in elements, or the `work` a launcher
+# states) run their parallel kernels with one thread.
+SERIAL_WORK = 1 << 15
+
+_NUMPY_DTYPES = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_transforms_active = torch._C._are_functorch_transforms_active
+_requested_cache = {}
+
 
 def requested():
-    value = os.environ.get("SOFTREP_BACKEND", "auto").strip().lower() or "auto"
-    if value not in _CHOICES:
-        raise ValueError(f"SOFTREP_BACKEND must be one of {', '.join(_CHOICES)}; got {value!r}")
+    raw = os.environ.get("SOFTREP_BACKEND")
+    value = _requested_cache.get(raw)
+    if value is None:
+        value = (raw or "auto").strip().lower() or "auto"
+        if value not in _CHOICES:
+            raise ValueError(f"SOFTREP_BACKEND must be one of {', '.join(_CHOICES)}; got {value!r}")
+        _requested_cache[raw] = value
     return value
+
+
+def light_dtype(tensors):
+    """The numpy dtype of `tensors` when an op on them may take the light CPU
+    path, else None.  The light path skips the autograd Function, the
+    broadcasting and the conversion to numpy: it needs plain CPU tensors of
+    one float dtype and one shape, C-contiguous, with no gradient to record
+    (none requires one, or grad mode is off), no torch.func transform active,
+    and the CPU backend."""
+    first = tensors[0]
+    if type(first) not in _PLAIN_TENSORS:
+        return None
+    dtype = _NUMPY_DTYPES.get(first.dtype)
+    if dtype is None:
+        return None
+    shape = first.shape
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if (type(t) not in _PLAIN_TENSORS or not t.is_cpu or t.dtype != first.dtype or t.shape != shape
+                or not t.is_contiguous() or (grad and t.requires_grad)):
+            return None
+    if _transforms_active() or requested() == "cuda":
+        return None
+    return dtype
+
+
+def call(function, *args):
+    """`function.apply(*args)` for an autograd Function written in torch.func's
+    form (forward without ctx, setup_context), or its forward directly when
+    autograd has nothing to record: grad mode off or no argument requiring
+    grad, no torch.func transform active, plain tensors only.  The forward is
+    the same either way; the direct call saves the Function's bookkeeping
+    (tens of microseconds), which dominates an op on a small tensor."""
+    grad = torch.is_grad_enabled()
+    for a in args:
+        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN_TENSORS or (grad and a.requires_grad)):
+            return function.apply(*args)
+    if _transforms_active():
+        return function.apply(*args)
+    return function.forward(*args)
+
+
+def cpu_dtype(tensors):
+    """The numpy dtype of `tensors` (detached, of one dtype) when their kernel
+    runs on the CPU backend, else None."""
+    for t in tensors:
+        if not t.is_cpu:
+            return None
+    if requested() == "cuda":
+        return None
+    return _NUMPY_DTYPES.get(tensors[0].dtype)
 
 
 def select(*tensors):
@@ -38,7 +109,7 @@ def select(*tensors):
     return "cuda" if any(t.is_cuda for t in tensors) else "cpu"
 
 
-def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
+def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args, work=None):
     """Run one kernel launch on torch tensors.
 
     `outputs` and `inputs` are lists of tensors (outputs already allocated on
@@ -46,7 +117,21 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
     numpy views; `cuda_launcher(stream, *out_arrays, *in_arrays, *args)` gets
     device arrays (numpy arrays under the simulator).  On meta tensors nothing
     runs: the outputs are already meta tensors of the right shape and dtype.
+    `work`: the launch's cost in element operations (default: the elements of
+    all outputs and inputs); a CPU launch of at most SERIAL_WORK runs on one
+    thread.
     """
+    if requested() != "cuda" and all(t.is_cpu for t in outputs) and all(t.is_cpu for t in inputs):
+        # CPU tensors on the CPU backend: numpy views of them, no copies
+        arrays = [t.detach().numpy() for t in outputs] + [t.detach().numpy() for t in inputs]
+        if work is None:
+            work = sum(a.size for a in arrays)
+        with ieee_state():
+            if work <= SERIAL_WORK:
+                cpu_launch.on_one_thread(cpu_launcher, *arrays, *args)
+            else:
+                cpu_launcher(*arrays, *args)
+        return
     if any(t.is_meta for t in (*outputs, *inputs)):
         # Meta tensors carry shapes and dtypes, no values: the outputs already
         # have theirs, so shape propagation launches no kernel.

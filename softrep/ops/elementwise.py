@@ -17,8 +17,9 @@ their shape with `softrep.sum`, in the order documented in docs/order.md.
 import torch
 
 from ..algorithms import elementwise as arith
-from . import backend, batching, lowp
+from . import backend, batching, lowp, outputs
 from ..primitives import rounding as R
+from ..primitives.rounding import SUFFIX
 from .memory import empty
 from .summation import sum_to_shape
 from .validate import broadcast_shape, rounding_suffix, tensor_operands
@@ -32,17 +33,56 @@ def launchers(scalar_kernel, nin):
     return cpu_launch.elementwise(scalar_kernel, nin), cuda_launch.elementwise(scalar_kernel, nin)
 
 
-def _apply(fn, kernel_launchers, names, tensors):
-    """Run the launchers' kernel elementwise over broadcast `tensors`; no autograd."""
+def _apply(fn, kernel_launchers, names, tensors, out=None):
+    """Run the launchers' kernel elementwise over broadcast `tensors`; no autograd.
+    With `out` (softrep.ops.outputs), the result goes there and `out` is returned."""
     shape = broadcast_shape(fn, names, tensors)
     first = tensors[0]
-    out = empty(shape, dtype=first.dtype, device=first.device)
-    if out.numel() == 0:
-        return out
-    flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
-    cpu_run, cuda_run = kernel_launchers
-    backend.execute(cpu_run, cuda_run, [out.view(-1)], flat)
-    return out
+    target = None
+    if out is not None:
+        outputs.prepare(fn, out, shape, first.dtype, first.device, tensors)
+        if outputs.writable(out, tensors, same_elements_ok=True):
+            target = out
+    if target is None:
+        target = empty(shape, dtype=first.dtype, device=first.device)
+    n = target.numel()
+    if n:
+        flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
+        cpu_run, cuda_run = kernel_launchers
+        dtype = backend.cpu_dtype([target, *flat]) if n <= cpu_run.serial_max else None
+        if dtype is not None and dtype in cpu_run.serial:
+            cpu_launch.launch_serial(cpu_run, dtype, target.data_ptr(), [t.data_ptr() for t in flat], n)
+        else:
+            backend.execute(cpu_run, cuda_run, [target.view(-1)], flat)
+    if out is not None and target is not out:
+        out.copy_(target)
+    return target if out is None else out
+
+
+def apply_into(fn, kernel_launchers, names, tensors, out):
+    """The op on checked `tensors` written into `out` (torch's out= semantics,
+    softrep.ops.outputs); no autograd."""
+    return _apply(fn, kernel_launchers, names, tensors, out)
+
+
+def light(cpu_run, tensors):
+    """The result of the CPU launcher `cpu_run` on `tensors` by the light path
+    (`softrep.ops.backend.light_dtype`: same-shape contiguous CPU tensors, no
+    autograd to record, at most `cpu_run.serial_max` elements), or None where
+    the call needs the general path.  Same kernel, same bits: one call of the
+    serial kernel on the tensors' addresses, no autograd Function, no
+    broadcasting, no numpy views."""
+    dtype = backend.light_dtype(tensors)
+    if dtype is None or dtype not in cpu_run.serial:
+        return None
+    first = tensors[0]
+    n = first.numel()
+    if n > cpu_run.serial_max:
+        return None
+    result = torch.empty_like(first, memory_format=torch.contiguous_format)
+    if n:
+        cpu_launch.launch_serial(cpu_run, dtype, result.data_ptr(), [t.data_ptr() for t in tensors], n)
+    return result
 
 
 def _reduce_to_input(grad, shape):
@@ -98,12 +138,15 @@ class ElementwiseSpec:
         self.arg_names = arg_names
         self.kernels = kernels  # rounding suffix -> scalar kernel
         self.launchers = {suffix: launchers(k, len(arg_names)) for suffix, k in kernels.items()}
+        # rounding name -> CPU launcher, for the light path (`light`)
+        self.light_launchers = {mode: self.launchers[suffix][0] for mode, suffix in SUFFIX.items()
+                                if suffix in self.launchers}
         self.backward = backward
 
     def apply(self, suffix, tensors):
         """The op on `tensors` (already checked), rounded as `suffix` says, with autograd."""
         run = self.launchers[suffix]
-        return Elementwise.apply(self, lambda ts: _apply(self.name, run, self.arg_names, ts), *tensors)
+        return backend.call(Elementwise, self, lambda ts: _apply(self.name, run, self.arg_names, ts), *tensors)
 
 
 def _kernels(prefix, module=R):
@@ -146,10 +189,19 @@ def _sign(x):
     return _SIGN.apply("rn", [x.detach()])
 
 
-def _op(name, operands, rounding):
+def _op(name, operands, rounding, out=None):
     spec = SPECS[name]
+    if out is None:
+        run = spec.light_launchers.get(rounding)
+        if run is not None:
+            result = light(run, operands)
+            if result is not None:
+                return result
     suffix = rounding_suffix(name, rounding)
-    return spec.apply(suffix, tensor_operands(name, **dict(zip(spec.arg_names, operands))))
+    tensors = tensor_operands(name, **dict(zip(spec.arg_names, operands)))
+    if out is not None:
+        return apply_into(name, spec.launchers[suffix], spec.arg_names, tensors, out)
+    return spec.apply(suffix, tensors)
 
 
 def emulated(op, inputs, format, rounding="nearest", generator=None, *, saturate=False):
@@ -166,64 +218,77 @@ def emulated(op, inputs, format, rounding="nearest", generator=None, *, saturate
     return Elementwise.apply(SPECS[op], forward, *tensors)
 
 
-def add(input, other, *, rounding="nearest", format=None, generator=None):
+def _emulated_into(op, inputs, format, rounding, generator, out):
+    """`emulated(op, ...)`, written into `out` when given (softrep.ops.outputs)."""
+    if out is None:
+        return emulated(op, inputs, format, rounding, generator)
+    named = [(n, t) for n, t in zip(SPECS[op].arg_names, inputs) if isinstance(t, torch.Tensor)]
+    if named:
+        names, tensors = zip(*named)
+        shape = broadcast_shape(op, names, tensors)
+        outputs.prepare(op, out, shape, tensors[0].dtype, tensors[0].device, tensors)
+    out.copy_(emulated(op, inputs, format, rounding, generator))
+    return out
+
+
+def add(input, other, *, rounding="nearest", format=None, generator=None, out=None):
     """input + other, rounded once in the given direction; broadcasts like torch.add."""
     if format is not None:
-        return emulated("add", (input, other), format, rounding, generator)
-    return _op("add", (input, other), rounding)
+        return _emulated_into("add", (input, other), format, rounding, generator, out)
+    return _op("add", (input, other), rounding, out)
 
 
-def sub(input, other, *, rounding="nearest", format=None, generator=None):
+def sub(input, other, *, rounding="nearest", format=None, generator=None, out=None):
     """input - other, rounded once."""
     if format is not None:
-        return emulated("sub", (input, other), format, rounding, generator)
-    return _op("sub", (input, other), rounding)
+        return _emulated_into("sub", (input, other), format, rounding, generator, out)
+    return _op("sub", (input, other), rounding, out)
 
 
-def mul(input, other, *, rounding="nearest", format=None, generator=None):
+def mul(input, other, *, rounding="nearest", format=None, generator=None, out=None):
     """input * other, rounded once."""
     if format is not None:
-        return emulated("mul", (input, other), format, rounding, generator)
-    return _op("mul", (input, other), rounding)
+        return _emulated_into("mul", (input, other), format, rounding, generator, out)
+    return _op("mul", (input, other), rounding, out)
 
 
-def div(input, other, *, rounding="nearest", format=None, generator=None):
+def div(input, other, *, rounding="nearest", format=None, generator=None, out=None):
     """input / other, rounded once (IEEE division, not torch's rounding_mode)."""
     if format is not None:
-        return emulated("div", (input, other), format, rounding, generator)
-    return _op("div", (input, other), rounding)
+        return _emulated_into("div", (input, other), format, rounding, generator, out)
+    return _op("div", (input, other), rounding, out)
 
 
-def fma(x, y, z, *, rounding="nearest", format=None, generator=None):
+def fma(x, y, z, *, rounding="nearest", format=None, generator=None, out=None):
     """x * y + z with a single rounding."""
     if format is not None:
-        return emulated("fma", (x, y, z), format, rounding, generator)
-    return _op("fma", (x, y, z), rounding)
+        return _emulated_into("fma", (x, y, z), format, rounding, generator, out)
+    return _op("fma", (x, y, z), rounding, out)
 
 
-def sqrt(input, *, rounding="nearest", format=None, generator=None):
+def sqrt(input, *, rounding="nearest", format=None, generator=None, out=None):
     """Square root, rounded once; NaN for negative inputs, sqrt(-0) = -0."""
     if format is not None:
-        return emulated("sqrt", (input,), format, rounding, generator)
-    return _op("sqrt", (input,), rounding)
+        return _emulated_into("sqrt", (input,), format, rounding, generator, out)
+    return _op("sqrt", (input,), rounding, out)
 
 
-def neg(input, *, rounding="nearest"):
+def neg(input, *, rounding="nearest", out=None):
     """-input (exact; `rounding` is accepted for uniformity and has no effect)."""
-    return _op("neg", (input,), rounding)
+    return _op("neg", (input,), rounding, out)
 
 
-def abs(input, *, rounding="nearest"):
+def abs(input, *, rounding="nearest", out=None):
     """|input| (exact)."""
-    return _op("abs", (input,), rounding)
+    return _op("abs", (input,), rounding, out)
 
 
-def square(input, *, rounding="nearest"):
+def square(input, *, rounding="nearest", out=None):
     """input * input, rounded once."""
-    return _op("square", (input,), rounding)
+    return _op("square", (input,), rounding, out)
 
 
-def reciprocal(input, *, rounding="nearest"):
+def reciprocal(input, *, rounding="nearest", out=None):
     """1 / input, rounded once."""
-    return _op("reciprocal", (input,), rounding)
+    return _op("reciprocal", (input,), rounding, out)
 

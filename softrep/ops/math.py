@@ -25,7 +25,7 @@ from numba.core import types
 
 from ..algorithms.math import KERNELS
 from ..primitives.jit import by_type
-from .elementwise import ElementwiseSpec, add, div, mul, square, sub
+from .elementwise import ElementwiseSpec, add, apply_into, div, light, mul, square, sub
 from .validate import tensor_operands
 
 LN2 = 0.6931471805599453  # ln 2 rounded to double; the op rounds it to the dtype
@@ -68,7 +68,13 @@ def _public_op(fn):
     arg_names = fn.arg_names
     spec = ElementwiseSpec(fn.name, arg_names, {"rn": fn.kernel}, fn.grad)
 
-    def op(*args):
+    light_run = spec.light_launchers["nearest"]
+
+    def op(*args, out=None):
+        if out is None and len(args) == len(arg_names):
+            result = light(light_run, args)
+            if result is not None:
+                return result
         if len(args) != len(arg_names):
             raise TypeError(f"softrep.{fn.name}() takes {len(arg_names)} argument(s) "
                             f"({', '.join(arg_names)}), got {len(args)}")
@@ -81,14 +87,18 @@ def _public_op(fn):
                 raise TypeError(f"softrep.{fn.name}: argument '{name}' has dtype {arg.dtype}; softrep.{fn.name} "
                                 f"takes {' or '.join(map(str, dtypes))}")
         tensors = tensor_operands(fn.name, **dict(zip(arg_names, args)))
+        if out is not None:
+            return apply_into(fn.name, spec.launchers["rn"], arg_names, tensors, out)
         return spec.apply("rn", tensors)
 
     params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names]
+    params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
     op.__signature__ = inspect.Signature(params)
     op.__name__ = op.__qualname__ = fn.name
     rounding = "correctly rounded" if fn.f64 is None else "correctly rounded in float32"
     op.__doc__ = (f"{fn.name}({', '.join(arg_names)}) elementwise, {rounding} to nearest-even "
-                  f"(softrep/algorithms/math/{fn.name}.py; verified by `python -m softrep verify {fn.name}`).")
+                  f"(softrep/algorithms/math/{fn.name}.py; verified by `python -m softrep verify {fn.name}`).  "
+                  "With `out`, the result is written there (torch's out= semantics).")
     return op
 
 

@@ -15,7 +15,7 @@ import numbers
 
 import torch
 
-from . import backend, batching
+from . import backend, batching, outputs
 from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
 from ..cuda import linalg as cuda_linalg
@@ -70,17 +70,27 @@ def _check_scale(fn, name, value):
 # --------------------------------------------------------------------------- kernel
 
 
-def bmm_forward(a, b, addend=None):
-    """(B, M, K) @ (B, K, N) [+ addend broadcastable to (B, M, N)] -> (B, M, N); no autograd."""
+# A product of M*N*K fmas counts as M*N*K / FMAS_PER_ELEMENT element operations
+# for `backend.execute`'s choice of one thread (the micro-kernel runs 16 float32
+# lanes of fma per cycle or more; an elementwise op about one element).
+FMAS_PER_ELEMENT = 16
+
+
+def bmm_forward(a, b, addend=None, out=None):
+    """(B, M, K) @ (B, K, N) [+ addend broadcastable to (B, M, N)] -> (B, M, N); no autograd.
+    `out`: a C-contiguous (B, M, N) tensor to write the result to (it must
+    share no memory with the operands)."""
     nb, m, k = a.shape
     n = b.shape[2]
-    out = empty((nb, m, n), dtype=a.dtype, device=a.device)
+    if out is None:
+        out = empty((nb, m, n), dtype=a.dtype, device=a.device)
     if out.numel() == 0:
         return out
     inputs = [a.detach().contiguous(), b.detach().contiguous()]
     if addend is not None:
         inputs.append(addend.detach().expand(nb, m, n).contiguous())
-    backend.execute(cpu_linalg.bmm, cuda_linalg.bmm, [out], inputs)
+    work = nb * m * n * max(k, 1) // FMAS_PER_ELEMENT + sum(t.numel() for t in inputs)
+    backend.execute(cpu_linalg.bmm, cuda_linalg.bmm, [out], inputs, work=work)
     return out
 
 
@@ -233,7 +243,7 @@ def _emulated(input_format, accumulate_format, rounding, generator):
 
 
 def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="nearest", generator=None,
-       scale_a=None, scale_b=None, out_dtype=None):
+       scale_a=None, scale_b=None, out_dtype=None, out=None):
     """input (M, K) @ mat2 (K, N), each element one fma chain in k order (like torch.mm).
 
     With `input_format`, `accumulate_format` or a `rounding` other than
@@ -242,18 +252,38 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
 
     float8_e4m3fn / float8_e5m2 operands (or `scale_a`, `scale_b`, `out_dtype`)
     make it the scaled float8 product `scaled_mm`.
+
+    `out`: torch's out= semantics (softrep.ops.outputs): the result is written
+    into `out`, which is returned; not differentiable.
     """
+    result = None
     if _float8_call(input, mat2, scale_a, scale_b, out_dtype):
-        return scaled_mm(input, mat2, 1.0 if scale_a is None else scale_a, 1.0 if scale_b is None else scale_b,
-                         out_dtype=out_dtype)
-    if _emulated(input_format, accumulate_format, rounding, generator):
-        return lowp.mm(input, mat2, input_format=input_format, accumulate_format=accumulate_format,
-                       rounding=rounding, generator=generator)
+        result = scaled_mm(input, mat2, 1.0 if scale_a is None else scale_a, 1.0 if scale_b is None else scale_b,
+                           out_dtype=out_dtype)
+    elif _emulated(input_format, accumulate_format, rounding, generator):
+        result = lowp.mm(input, mat2, input_format=input_format, accumulate_format=accumulate_format,
+                         rounding=rounding, generator=generator)
+    if result is not None:
+        if out is None:
+            return result
+        outputs.prepare("mm", out, result.shape, result.dtype, result.device, (input, mat2))
+        return out.copy_(result)
     check_operands("mm", input=input, mat2=mat2)
     _check_rank("mm", "input", input, (2,))
     _check_rank("mm", "mat2", mat2, (2,))
     _check_inner("mm", "input", input.shape[1], "mat2", mat2.shape[0])
-    return _MM.apply(input, mat2, None)
+    if out is not None:
+        return _mm_into(input, mat2, out)
+    return backend.call(_MM, input, mat2, None)
+
+
+def _mm_into(a, b, out):
+    outputs.prepare("mm", out, (a.shape[0], b.shape[1]), a.dtype, a.device, (a, b))
+    if outputs.writable(out, (a, b), same_elements_ok=False):
+        bmm_forward(a.unsqueeze(0), b.unsqueeze(0), out=out.unsqueeze(0))
+    else:
+        out.copy_(_mm(a, b))
+    return out
 
 
 def bmm(input, mat2):
@@ -264,7 +294,7 @@ def bmm(input, mat2):
     if input.shape[0] != mat2.shape[0]:
         raise ValueError(f"softrep.bmm: batch sizes differ: 'input' has {input.shape[0]}, 'mat2' has {mat2.shape[0]}")
     _check_inner("bmm", "input", input.shape[2], "mat2", mat2.shape[1])
-    return _BMM.apply(input, mat2)
+    return backend.call(_BMM, input, mat2)
 
 
 def dot(input, tensor):
@@ -295,7 +325,7 @@ def matmul(input, other):
         rows = 1
         for size in a.shape[:-1]:
             rows *= size
-        out = _MM.apply(a.reshape(rows, a.shape[-1]), b, None).reshape(*a.shape[:-1], b.shape[-1])
+        out = backend.call(_MM, a.reshape(rows, a.shape[-1]), b, None).reshape(*a.shape[:-1], b.shape[-1])
     else:
         try:
             torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -303,7 +333,7 @@ def matmul(input, other):
             raise ValueError(
                 f"softrep.matmul: batch dimensions do not broadcast: 'input' {tuple(input.shape)}, "
                 f"'other' {tuple(other.shape)}") from None
-        out = _BroadcastBMM.apply(a, b)
+        out = backend.call(_BroadcastBMM, a, b)
     if input.dim() == 1:
         out = out.squeeze(-2)
     if other.dim() == 1:
@@ -346,7 +376,7 @@ def linear(input, weight, bias=None, *, input_format=None, accumulate_format=Non
     for size in input.shape[:-1]:
         rows *= size
     x2 = input.reshape(rows, input.shape[-1])
-    out = _MM.apply(x2, w.t(), bias)
+    out = backend.call(_MM, x2, w.t(), bias)
     lead = input.shape[:-1]
     return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
 

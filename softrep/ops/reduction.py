@@ -126,7 +126,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
     n = math.prod(x.shape[d] for d in dims)
-    total = SumFunction.apply(x, dims, keepdim and input.dim() > 0)
+    total = backend.call(SumFunction, x, dims, keepdim and input.dim() > 0)
     return E.div(total, float(n))
 
 
@@ -146,7 +146,7 @@ def var(input, dim=None, *, correction=1, keepdim=False):
     dims = reduced_dims("var", input, dim)
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
-    return _Var.apply(x, dims, correction, keepdim and input.dim() > 0)
+    return backend.call(_Var, x, dims, correction, keepdim and input.dim() > 0)
 
 
 def std(input, dim=None, *, correction=1, keepdim=False):
@@ -160,7 +160,7 @@ def _extreme(fn, input, dim, keepdim, largest):
     dims = reduced_dims(fn, input, dim)
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
-    return _Extreme.apply(x, dims, keepdim and input.dim() > 0, largest, fn)
+    return backend.call(_Extreme, x, dims, keepdim and input.dim() > 0, largest, fn)
 
 
 def amax(input, dim=(), keepdim=False):
@@ -180,7 +180,7 @@ def _arg_extreme(fn, input, dim, keepdim, largest):
     dims = reduced_dims(fn, input, dim)
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
-    return _ArgExtreme.apply(x, dims, keepdim and input.dim() > 0, largest, fn)
+    return backend.call(_ArgExtreme, x, dims, keepdim and input.dim() > 0, largest, fn)
 
 
 def argmax(input, dim=None, keepdim=False):

@@ -166,8 +166,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     check_dtype("sum", input, dtype)
     dims = reduced_dims("sum", input, dim)
     if input.dim() == 0:
-        return SumFunction.apply(input.reshape(1), (0,), False)
-    return SumFunction.apply(input, dims, keepdim)
+        return backend.call(SumFunction, input.reshape(1), (0,), False)
+    return backend.call(SumFunction, input, dims, keepdim)
 
 
 def sum_to_shape(x, shape):

@@ -64,6 +64,9 @@ def tensor_operands(fn, **operands):
 
 
 def broadcast_shape(fn, names, tensors):
+    shape = tensors[0].shape
+    if all(t.shape == shape for t in tensors):
+        return shape  # the common case, without torch.broadcast_shapes's cost
     try:
         return torch.broadcast_shapes(*(t.shape for t in tensors))
     except RuntimeError:

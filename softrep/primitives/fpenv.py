@@ -44,11 +44,11 @@ ARM64 = _MACHINE in ("aarch64", "arm64")
 
 # Bits that must be clear for IEEE semantics (see the module docstring).
 if X86:
-    _CONTROL_MASK = (1 << 15) | (1 << 6) | (3 << 13)  # FTZ, DAZ, RC
+    CONTROL_MASK = (1 << 15) | (1 << 6) | (3 << 13)  # FTZ, DAZ, RC
 elif ARM64:
-    _CONTROL_MASK = (1 << 24) | (3 << 22) | (1 << 19) | (1 << 1)  # FZ, RMode, FZ16, AH
+    CONTROL_MASK = (1 << 24) | (3 << 22) | (1 << 19) | (1 << 1)  # FZ, RMode, FZ16, AH
 else:
-    _CONTROL_MASK = 0
+    CONTROL_MASK = 0
 
 
 @intrinsic
@@ -102,13 +102,31 @@ def write_control(value):
 
 
 @njit(cache=True)
-def _enter(mask):
-    """Set the IEEE defaults; returns the previous state, or -1 if it already had them."""
+def enter_ieee(mask):
+    """Clear the `mask` bits of the calling thread's control state (pass
+    CONTROL_MASK); returns the previous state, or -1 if it already had them clear.
+
+    Callable from a serial kernel, which then sets and restores the state
+    itself (`leave_ieee`) with no call from Python: the light launch path of
+    small tensors (softrep/cpu/launch.py).  The intrinsics that read and write
+    the control register may touch any memory as far as LLVM knows, so no load
+    of the kernel's inputs moves above `enter_ieee` and no store of its outputs
+    below `leave_ieee`: every float operation of the kernel runs in between,
+    under the IEEE state.
+    """
     old = _read_control()
     if old & mask == 0:
         return -1
     _write_control(old & ~mask)
     return old
+
+
+@njit(cache=True)
+def leave_ieee(old):
+    """Undo `enter_ieee`: the caller's state back, bit for bit (nothing to do for -1)."""
+    if old != -1:
+        _write_control(old)
+
 
 
 @njit(parallel=True, cache=True)
@@ -137,7 +155,7 @@ def reset_workers():
         wanted = numba.get_num_threads()
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         try:
-            _reset_workers(_CONTROL_MASK, numba.config.NUMBA_NUM_THREADS)
+            _reset_workers(CONTROL_MASK, numba.config.NUMBA_NUM_THREADS)
         finally:
             numba.set_num_threads(wanted)
         _workers_reset = True
@@ -151,8 +169,8 @@ class ieee_state:
     __slots__ = ("_old",)
 
     def __enter__(self):
-        self._old = _enter(_CONTROL_MASK) if _CONTROL_MASK else -1
-        if not _workers_reset and _CONTROL_MASK:
+        self._old = enter_ieee(CONTROL_MASK) if CONTROL_MASK else -1
+        if not _workers_reset and CONTROL_MASK:
             reset_workers()
         return self
 

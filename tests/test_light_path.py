@@ -1,0 +1,212 @@
+"""The light launch path of small tensors and the `out=` argument.
+
+Small launches run on the calling thread (serial elementwise kernels called on
+addresses, the direct product, parallel kernels with one thread); each must
+give the bits of the parallel path, which the other test files check against
+MPFR and the golden vectors.  `out=` follows torch's semantics.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import softrep
+from softrep.cpu import launch as cpu_launch
+from softrep.cpu import linalg as cpu_linalg
+from softrep.ops import backend
+from softrep.ops import elementwise as E
+from softrep.ops import math as M
+from softrep.primitives.fpenv import ieee_state
+
+
+def _bits(t):
+    t = t.detach().contiguous()
+    return t.view(torch.int32 if t.dtype == torch.float32 else torch.int64)
+
+
+def _special(n, dtype, seed):
+    """Random values with zeros of both signs, infinities, NaNs and subnormals mixed in."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=g, dtype=torch.float64) * torch.exp2(torch.randint(-30, 30, (n,), generator=g))
+    tiny = torch.finfo(dtype).tiny
+    specials = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), tiny / 4, -tiny / 8, 1.0],
+                            dtype=torch.float64)
+    x[: min(n, specials.numel())] = specials[: min(n, specials.numel())]
+    return x.to(dtype)
+
+
+def _parallel(run, tensors):
+    """The launcher's parallel kernel on `tensors`, called directly."""
+    out = torch.empty_like(tensors[0])
+    with ieee_state():
+        run(out.numpy().reshape(-1), *(t.numpy().reshape(-1) for t in tensors))
+    return out
+
+
+# 1, a vector's width, odd sizes, and both sides of the serial limit
+SIZES = [1, 7, 16, 1000, cpu_launch.SERIAL_MAX, cpu_launch.SERIAL_MAX + 3]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name,rounding", [("add", "nearest"), ("sub", "up"), ("mul", "down"), ("div", "zero"),
+                                           ("fma", "nearest"), ("sqrt", "up")])
+def test_elementwise_light_path_gives_the_parallel_bits(name, rounding, dtype, n):
+    spec = E.SPECS[name]
+    inputs = [_special(n, dtype, seed) for seed in range(len(spec.arg_names))]
+    got = getattr(softrep, name)(*inputs, rounding=rounding)
+    run = spec.launchers[E.SUFFIX[rounding]][0]
+    assert torch.equal(_bits(got), _bits(_parallel(run, inputs)))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "erf"])
+def test_math_light_path_gives_the_parallel_bits(name, n):
+    x = _special(n, torch.float32, 5)
+    if name == "log":
+        x = x.abs()
+    got = getattr(softrep, name)(x)
+    run = E.launchers(M.FUNCTIONS[name].kernel, 1)[0]
+    assert torch.equal(_bits(got), _bits(_parallel(run, [x])))
+
+
+def test_light_path_only_where_autograd_has_nothing_to_record():
+    x = torch.randn(10, requires_grad=True)
+    y = torch.randn(10)
+    assert backend.light_dtype([x, y]) is None
+    out = softrep.mul(x, y)
+    assert out.grad_fn is not None
+    out.sum().backward()
+    assert torch.equal(x.grad, y)
+    with torch.no_grad():
+        assert backend.light_dtype([x, y]) == np.dtype(np.float32)
+        assert softrep.mul(x, y).grad_fn is None
+    # other shapes, layouts, dtypes, devices and Python numbers take the general path
+    assert backend.light_dtype([y, torch.randn(1)]) is None
+    assert backend.light_dtype([torch.randn(4, 3).t(), torch.randn(3, 4)]) is None
+    assert backend.light_dtype([y, y.double()]) is None
+    assert backend.light_dtype([y.to("meta"), y.to("meta")]) is None
+    assert backend.light_dtype([1.0, y]) is None
+
+
+def test_light_path_under_vmap_and_grad_transforms():
+    x, y = torch.randn(3, 5, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
+    got = torch.func.vmap(softrep.mul)(x, y)
+    assert torch.equal(got, softrep.mul(x, y))
+    g = torch.func.grad(lambda a: softrep.sum(softrep.mul(a, y[0])))(x[0])
+    assert torch.equal(g, y[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 5, 7), (2, 17, 33), (1, 40, 70)])
+@pytest.mark.parametrize("addend", [False, True])
+def test_direct_product_gives_the_packed_bits(shape, dtype, addend, monkeypatch):
+    m, k, n = shape
+    g = torch.Generator().manual_seed(m * k * n)
+    a = torch.randn(2, m, k, generator=g, dtype=dtype).numpy()
+    b = torch.randn(2, k, n, generator=g, dtype=dtype).numpy()
+    b[0, 0, 0] = np.nan
+    c = torch.randn(2, m, n, generator=g, dtype=dtype).numpy() if addend else None
+    assert 2 * m * n * k <= cpu_linalg.DIRECT_MAX
+    direct = np.empty((2, m, n), a.dtype)
+    with ieee_state():
+        cpu_linalg.bmm(direct, a, b, c)
+        monkeypatch.setattr(cpu_linalg, "DIRECT_MAX", 0)
+        packed = np.empty((2, m, n), a.dtype)
+        cpu_linalg.bmm(packed, a, b, c)
+    assert np.array_equal(direct.view(np.uint8), packed.view(np.uint8))
+
+
+@pytest.mark.parametrize("op", [lambda x: softrep.sum(x, dim=1), lambda x: softrep.amax(x, dim=0),
+                                lambda x: softrep.mm(x[:, :20], x[:, :20].t()), lambda x: softrep.mul(x, 3.0)],
+                         ids=["sum", "amax", "mm", "mul-number"])
+def test_one_thread_launches_give_the_parallel_bits(op, monkeypatch):
+    x = torch.randn(40, 300)
+    small = op(x)  # at most SERIAL_WORK: one thread
+    monkeypatch.setattr(backend, "SERIAL_WORK", -1)
+    monkeypatch.setattr(cpu_launch, "SERIAL_MAX", -1)
+    monkeypatch.setattr(cpu_linalg, "DIRECT_MAX", -1)
+    for spec in E.SPECS.values():
+        for cpu_run, _ in spec.launchers.values():
+            monkeypatch.setattr(cpu_run, "serial_max", -1)
+    assert torch.equal(_bits(small), _bits(op(x)))
+
+
+# --------------------------------------------------------------------------- out=
+
+
+CALLS = {
+    "add": (lambda a, b, **kw: softrep.add(a, b, **kw), lambda a, b: a + b),
+    "mul-up": (lambda a, b, **kw: softrep.mul(a, b, rounding="up", **kw), None),
+    "sqrt": (lambda a, b, **kw: softrep.sqrt(a.abs(), **kw), lambda a, b: torch.sqrt(a.abs())),
+    "exp": (lambda a, b, **kw: softrep.exp(a, **kw), None),
+    "hypot": (lambda a, b, **kw: softrep.hypot(a, b, **kw), None),
+    "mm": (lambda a, b, **kw: softrep.mm(a, b[:8].t(), **kw), None),
+    "add-bfloat16": (lambda a, b, **kw: softrep.add(a, b, format="bfloat16", **kw), None),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize("size", [6, 50_000])
+def test_out_gets_the_result_and_is_returned(name, size):
+    call, _ = CALLS[name]
+    a, b = torch.randn(size, 6), torch.randn(size, 6)
+    expected = call(a, b)
+    out = torch.empty(expected.shape)
+    assert call(a, b, out=out) is out
+    assert torch.equal(_bits(out), _bits(expected))
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_out_is_resized_as_torch_does(name):
+    call, _ = CALLS[name]
+    a, b = torch.randn(4, 6), torch.randn(4, 6)
+    expected = call(a, b)
+    empty = torch.empty(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        call(a, b, out=empty)  # no elements: resized silently
+    assert empty.shape == expected.shape and torch.equal(_bits(empty), _bits(expected))
+    wrong = torch.empty(3)
+    with pytest.warns(UserWarning, match="resized"):
+        call(a, b, out=wrong)
+    assert wrong.shape == expected.shape and torch.equal(_bits(wrong), _bits(expected))
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_out_errors_name_the_argument(name):
+    call, _ = CALLS[name]
+    a, b = torch.randn(4, 6), torch.randn(4, 6)
+    shape = call(a, b).shape
+    with pytest.raises(TypeError, match="'out'.*float64"):
+        call(a, b, out=torch.empty(shape, dtype=torch.float64))
+    with pytest.raises(TypeError, match="'out' must be a torch.Tensor"):
+        call(a, b, out=np.empty((4, 6), np.float32))
+    with pytest.raises(ValueError, match="'out' is on meta"):
+        call(a, b, out=torch.empty(shape, device="meta"))
+    with pytest.raises(RuntimeError, match="out=.*automatic differentiation"):
+        call(a.requires_grad_(), b, out=torch.empty(shape))
+    with torch.no_grad():  # as in torch: no error where nothing is differentiated
+        call(a, b, out=torch.empty(shape))
+
+
+def test_out_aliasing_an_input_and_strided_out():
+    x, y = torch.randn(5, 7), torch.randn(5, 7)
+    expected = softrep.add(x, y)
+    x2 = x.clone()
+    assert softrep.add(x2, y, out=x2) is x2  # the same elements: written in place
+    assert torch.equal(x2, expected)
+    t = torch.empty(7, 5).t()  # not contiguous
+    assert softrep.add(x, y, out=t) is t and torch.equal(t, expected)
+    # out overlapping the input shifted by one element: computed aside, then copied
+    buf = torch.randn(36)
+    src = buf[:35].clone()
+    softrep.exp(buf[:35], out=buf[1:])
+    assert torch.equal(buf[1:], softrep.exp(src))
+    # mm into one of its own operands
+    a = torch.randn(6, 6)
+    expected = softrep.mm(a, a)
+    softrep.mm(a, a, out=a)
+    assert torch.equal(a, expected)
