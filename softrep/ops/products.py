@@ -22,6 +22,7 @@ from ..cuda import linalg as cuda_linalg
 from .memory import empty
 from .validate import FLOAT_DTYPES
 from . import lowp
+from . import mixed
 from .elementwise import emulated as emulated_elementwise
 from .summation import sum_to_shape
 
@@ -232,6 +233,7 @@ def _emulated(input_format, accumulate_format, rounding, generator):
         or generator is not None
 
 
+@mixed.float32_compute("mm")
 def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="nearest", generator=None):
     """input (M, K) @ mat2 (K, N), each element one fma chain in k order (like torch.mm).
 
@@ -249,6 +251,7 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     return _MM.apply(input, mat2, None)
 
 
+@mixed.float32_compute("bmm")
 def bmm(input, mat2):
     """input (B, M, K) @ mat2 (B, K, N) per batch (like torch.bmm; no broadcasting)."""
     check_operands("bmm", input=input, mat2=mat2)
@@ -260,6 +263,7 @@ def bmm(input, mat2):
     return _BMM.apply(input, mat2)
 
 
+@mixed.float32_compute("dot")
 def dot(input, tensor):
     """Dot product of two 1-D tensors: +0, then fma in index order (like torch.dot)."""
     check_operands("dot", input=input, tensor=tensor)
@@ -271,6 +275,7 @@ def dot(input, tensor):
     return _MM.apply(input.unsqueeze(0), tensor.unsqueeze(1), None).reshape(())
 
 
+@mixed.float32_compute("matmul")
 def matmul(input, other):
     """Matrix product with torch.matmul's rules (1-D operands, batch broadcasting)."""
     check_operands("matmul", input=input, other=other)
@@ -304,6 +309,7 @@ def matmul(input, other):
     return out
 
 
+@mixed.float32_compute("linear")
 def linear(input, weight, bias=None, *, input_format=None, accumulate_format=None, rounding="nearest",
            generator=None):
     """input @ weight^T + bias (like torch.nn.functional.linear); bias added once with add_rn.
@@ -340,6 +346,7 @@ def linear(input, weight, bias=None, *, input_format=None, accumulate_format=Non
     return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
 
 
+@mixed.float32_compute("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2), like torch.addmm (docs/order.md, "Matrix products").
 

@@ -13,6 +13,7 @@ import numbers
 import torch
 
 from ...ops import batching
+from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops.generator import check_generator, resolve
 from ...ops.random import bernoulli
@@ -55,6 +56,7 @@ class _DropoutNoise(torch.autograd.Function):
         batching.no_randomness("dropout", info)
 
 
+@mixed.float32_compute("dropout")
 def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     """torch.nn.functional.dropout with softrep's mask: out = mul_rn(x, noise),
     noise = div_rn(1, fl(1 - p)) where kept and +0 where dropped (so a dropped
