@@ -55,10 +55,12 @@ def mpfr_bits(values, dtype, fn, rounding="nearest"):
     p, emin, emax = MPFR_FORMAT[dtype]
     ctx = gmpy2.context(precision=p, emin=emin, emax=emax, subnormalize=True, round=MPFR_ROUND[rounding])
     out = []
+    # operands at 53 bits (exact: they are float32 or narrower values), made
+    # outside the context, which would round them to the format
+    operands = [[gmpy2.mpfr(float(a), 53) for a in column] for column in values]
     with gmpy2.context(ctx):
-        for args in zip(*values):
-            r = fn(*(gmpy2.mpfr(float(a)) for a in args))
-            out.append(float(r))
+        for args in zip(*operands):
+            out.append(float(fn(*args)))
     want = torch.tensor(out, dtype=torch.float64).to(torch.float32).to(dtype)  # exact: values of the format
     w = bits(want)
     w[np.isnan(np.array(out))] = CANONICAL[dtype]
@@ -461,3 +463,17 @@ def test_simulator_matches_cpu(backend):
     p.grad = normal_tensor(55, (64,)).to(torch.bfloat16)
     opt.step()
     assert (bits(p) == bits(sim_p)).all()
+
+
+def test_dropout_rounds_once_in_the_format():
+    x = random_low(60, 4000, torch.bfloat16, finite=True).requires_grad_()
+    out = softrep.dropout(x, 0.3, generator=softrep.Generator(4))
+    noise = softrep.dropout(torch.ones(4000), 0.3, generator=softrep.Generator(4))  # same draw: the float32 noise
+    want = mpfr_bits([x.detach().to(torch.float64).numpy(), noise.to(torch.float64).numpy()], torch.bfloat16,
+                     lambda a, b: a * b)
+    assert out.dtype == torch.bfloat16 and (bits(out) == want).all()
+    g = random_low(61, 4000, torch.bfloat16, finite=True)
+    out.backward(g)
+    want = mpfr_bits([g.to(torch.float64).numpy(), noise.to(torch.float64).numpy()], torch.bfloat16,
+                     lambda a, b: a * b)
+    assert (bits(x.grad) == want).all()

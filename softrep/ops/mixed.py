@@ -80,7 +80,7 @@ def round_cast(y, dtype):
     if y.dtype == dtype:
         return y
     if dtype not in LOW_FORMATS:
-        raise TypeError(f"softrep: cannot round {y.dtype} to {dtype}")  # float64 -> float32 is not needed here
+        raise TypeError(f"softrep: cannot round {y.dtype} to {dtype}")  # only bfloat16/float16 are needed
     with torch.no_grad():
         return exact_cast(lowp.round_to(y.detach(), LOW_FORMATS[dtype]), dtype)
 
@@ -106,7 +106,7 @@ class _Widen(torch.autograd.Function):
 
 
 class _Narrow(torch.autograd.Function):
-    """y (float32) rounded once to `dtype`; the gradient is widened exactly."""
+    """y (float32/float64) rounded once to `dtype`; the gradient is widened exactly."""
 
     @staticmethod
     def forward(y, dtype):
@@ -134,11 +134,12 @@ def widen(x, dtype=torch.float32):
 
 
 def narrow(y, dtype):
-    """y rounded once to `dtype` (bfloat16/float16), with autograd; unchanged if `dtype` is y's."""
+    """y (float32/float64) rounded once to `dtype` (bfloat16/float16), with
+    autograd; unchanged if `dtype` is y's."""
     if not isinstance(y, torch.Tensor) or y.dtype == dtype or not y.is_floating_point():
         return y
-    if y.dtype != torch.float32:
-        raise TypeError(f"softrep: expected a float32 result to round to {dtype}, got {y.dtype}")
+    if y.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"softrep: expected a float32 or float64 result to round to {dtype}, got {y.dtype}")
     return _Narrow.apply(y, dtype)
 
 
@@ -213,35 +214,10 @@ def cast_to(t, dtype):
     if t.dtype == dtype:
         return t
     if dtype in LOW_FORMATS:
-        return _narrow_any(t, dtype)
+        # bfloat16 <-> float16 through the exact float32 value; float64 rounded
+        # directly (through float32 it would round twice)
+        return narrow(widen(t) if is_low(t) else t, dtype)
     return widen(t, dtype) if is_low(t) else t.to(dtype)
-
-
-def _narrow_any(t, dtype):
-    if t.dtype == torch.float64:
-        # float64 -> float32 -> low would round twice; round_to(float64) rounds once
-        with torch.no_grad():
-            out = exact_cast(lowp.round_to(t.detach(), LOW_FORMATS[dtype]), dtype)
-        return _Reattach.apply(t, out) if t.requires_grad else out
-    if is_low(t):
-        t = widen(t)
-    return narrow(t, dtype)
-
-
-class _Reattach(torch.autograd.Function):
-    """`out` (already computed from x) with the straight-through gradient of a cast of x."""
-
-    @staticmethod
-    def forward(x, out):
-        return out
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.dtype = inputs[0].dtype
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.to(ctx.dtype), None
 
 
 # ---------------------------------------------------------------------------- float32 computation
