@@ -19,6 +19,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024])
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="torch's intra-op threads (default: --threads); on an oversubscribed machine "
+                             "torch's parallel elementwise conversions can take milliseconds, 1 avoids that")
     args = parser.parse_args()
     os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
     os.environ.setdefault("SOFTREP_BACKEND", "cpu")
@@ -26,7 +29,7 @@ def main():
 
     import softrep
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.torch_threads or args.threads)
     gen = torch.Generator().manual_seed(0)
 
     def best(fn):
@@ -38,7 +41,7 @@ def main():
             times.append(time.perf_counter() - t0)
         return min(times)
 
-    print(f"threads {args.threads}, best of {args.repeat}")
+    print(f"threads {args.threads} (torch {args.torch_threads or args.threads}), best of {args.repeat}")
     print(f"{'n':>6} {'dtype':>9} {'softrep f32':>12} {'softrep low':>12} {'torch low':>10} "
           f"{'low/f32 speed':>14} {'vs torch low':>13}")
     for n in args.sizes:

@@ -477,3 +477,19 @@ def test_dropout_rounds_once_in_the_format():
     want = mpfr_bits([g.to(torch.float64).numpy(), noise.to(torch.float64).numpy()], torch.bfloat16,
                      lambda a, b: a * b)
     assert (bits(x.grad) == want).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_product_kernels_widen_and_narrow_every_pattern_exactly(dtype):
+    """x (every 16-bit pattern, an (n, 1) matrix) times [[1]]: fma(x, 1, +0) = x,
+    except -0 + +0 = +0 and NaN -> the canonical NaN; through the CPU kernels that
+    widen while packing and narrow while finishing."""
+    x = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(dtype).reshape(-1, 1)
+    got = bits(softrep.mm(x, torch.ones(1, 1, dtype=dtype)).reshape(-1))
+    want = bits(x.reshape(-1))
+    want[want == 0x8000] = 0
+    want[torch.isnan(x.reshape(-1)).numpy()] = CANONICAL[dtype]
+    assert (got == want).all()
+    # and as the right operand, with a float32 reference for the widening
+    y = softrep.mm(torch.ones(1, 1, dtype=dtype), x.reshape(1, -1))
+    assert (bits(y.reshape(-1)) == want).all()

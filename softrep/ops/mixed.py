@@ -40,9 +40,13 @@ import functools
 import torch
 
 from . import lowp
+from ..algorithms import widening
+from ..primitives import formats
 
 LOW_FORMATS = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 LOW_DTYPES = tuple(LOW_FORMATS)
+# the format codes of the kernels that read and write 16-bit patterns (softrep.algorithms.widening)
+FORMAT_CODES = {torch.bfloat16: widening.BFLOAT16, torch.float16: widening.FLOAT16}
 # IEEE quiet NaN with an empty payload, the pattern softrep writes for every NaN
 _CANONICAL_NAN_BITS = {torch.bfloat16: 0x7FC0, torch.float16: 0x7E00}
 
@@ -71,8 +75,18 @@ def canonical_nan(dtype, device):
 def exact_cast(y, dtype):
     """y (float32 or float64, holding values of `dtype` or NaN) as a `dtype`
     tensor: exact, NaN canonical.  No autograd."""
+    if dtype == torch.bfloat16 and y.dtype == torch.float32:
+        # the top half of the float32 pattern: exact for a bfloat16 value, and
+        # 0x7FC00000 -> 0x7FC0; torch's conversions write other NaN patterns
+        # (0xFFFF from the CPU's vectorised path, 0x7FFF from CUDA's)
+        return (y.view(torch.int32) >> 16).to(torch.int16).view(torch.bfloat16)
     out = y.to(dtype)
     return torch.where(torch.isnan(y), canonical_nan(dtype, y.device), out)
+
+
+def nearest_spec(dtype):
+    """The kernels' spec of rounding a float32 to nearest-even in `dtype`'s format."""
+    return lowp.conversion_spec("round_to", formats.FORMATS[LOW_FORMATS[dtype]], torch.float32, formats.NEAREST)
 
 
 def round_cast(y, dtype):
@@ -223,12 +237,14 @@ def cast_to(t, dtype):
 # ---------------------------------------------------------------------------- float32 computation
 
 
-def float32_compute(name):
+def float32_compute(name, native_low=False):
     """Decorator of an op that computes in float32 and float64 only: its
     bfloat16/float16 tensor arguments (positional, keyword, or inside a
     list/tuple) are widened, the op runs its float32 order, and its floating
     results are rounded once to the dtype of the first low-precision argument.
-    Under torch.autocast the casting policy of `name` applies first."""
+    Under torch.autocast the casting policy of `name` applies first.
+    native_low: the op takes bfloat16/float16 tensors itself (the products,
+    whose CPU kernels widen while packing): only the autocast policy applies."""
 
     def decorate(op):
         @functools.wraps(op)
@@ -238,9 +254,9 @@ def float32_compute(name):
                 return op(*args, **kwargs)
             cast, result_dtype = autocast_operands(name, tensors) if name is not None else (tensors, None)
             low = next((t.dtype for t in cast if is_low(t)), None)
-            if low is None and all(a is b for a, b in zip(cast, tensors)):
+            if (low is None or native_low) and result_dtype is None and all(a is b for a, b in zip(cast, tensors)):
                 return op(*args, **kwargs)
-            widened = [widen(t) for t in cast]
+            widened = cast if native_low else [widen(t) for t in cast]
             versions = [w._version for w in widened]
             args, kwargs = _replace(args, kwargs, where, widened)
             inplace = kwargs.get("inplace", False) is True
