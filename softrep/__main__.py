@@ -7,6 +7,7 @@ Commands:
   audit-ptx      the CUDA half of audit-kernels
   verify         check a math function against an independent reference
   verify-formats check low-precision conversions and bfloat16 arithmetic
+  verify-lowp    check the math functions on bfloat16/float16 tensors against MPFR
   demo           train a small CNN on the scikit-learn digits; check the published fingerprints
   audit          run a script under the op audit and print which ops are reproducible
   record         run a script and record every random value it draws
@@ -76,6 +77,7 @@ def _compute_capability(text):
 DELEGATED = {
     "verify": ("softrep.tools.verify", "main", "verify a correctly rounded math function"),
     "verify-formats": ("softrep.tools.verify_formats", "main", "verify low-precision conversions and arithmetic"),
+    "verify-lowp": ("softrep.tools.verify_lowp", "main", "the math functions on bfloat16/float16 vs MPFR"),
     "demo": ("softrep.tools.demo", "main", "train a CNN on the digits data; check the reference fingerprints"),
     "audit": ("softrep.tools.dispatch.cli", "main", "run a script under the op audit"),
     "record": ("softrep.tools.recording.cli", "record_main", "run a script, recording its randomness"),

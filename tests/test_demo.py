@@ -28,6 +28,21 @@ def test_readme_publishes_the_package_reference_values():
     assert published == demo.REFERENCE
 
 
+def test_readme_publishes_the_autocast_reference_values():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("<!-- reference-fingerprints-autocast-bfloat16")[1].split("\n\n")[0]
+    published = dict(re.findall(r"^\| (initial model|trained model|test logits) \| `([0-9a-f]{64})` \|$",
+                                table, re.M))
+    assert published == demo.REFERENCE_AUTOCAST["bfloat16"]
+
+
+def test_demo_autocast_bfloat16_reproduces_its_fingerprints():
+    result = demo.run(progress=False, autocast="bfloat16")
+    lines, ok = demo.verdict(result, demo.REFERENCE_AUTOCAST["bfloat16"])
+    assert ok, "\n".join(lines)
+    assert result["test accuracy"] > 0.9
+
+
 def test_demo_reproduces_the_reference_fingerprints():
     result = demo.run(progress=False)
     lines, ok = demo.verdict(result)

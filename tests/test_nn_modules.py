@@ -262,8 +262,8 @@ def test_bad_constructor_arguments():
         snn.Linear(2, 2, generator=torch.Generator())
     with pytest.raises(ValueError, match="is_causal"):
         snn.MultiheadAttention(4, 2)(_x(1, 3, 4), _x(1, 3, 4), _x(1, 3, 4), is_causal=True)
-    with pytest.raises(TypeError, match="float32 or float64"):
-        snn.Linear(2, 2, dtype=torch.float16)
+    with pytest.raises(TypeError, match="float32, float64, bfloat16 or float16"):
+        snn.Linear(2, 2, dtype=torch.float8_e4m3fn)
 
 
 def test_functional_names():

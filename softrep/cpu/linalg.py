@@ -28,6 +28,7 @@ from numba.core import config as _numba_config
 
 from ..algorithms.products import (KC, MR, NR, chain_step, finish, finish_add, micro_f32, micro_f64,
                                    start_chains)
+from ..algorithms.widening import narrowed_bits, widened
 from .launch import kernel
 
 # Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
@@ -74,6 +75,64 @@ def _pack_b(bp, bm, nr):
                 bp[b, jp, k, j] = bm[b, k, jp * nr + j]
             for j in range(cols, nr):
                 bp[b, jp, k, j] = 0
+
+
+# bfloat16/float16 operands arrive as 16-bit patterns and are widened to
+# float32 while packing (exact); the float32 chains then run unchanged, and the
+# finishing pass rounds each output once to the format.
+_U16_3 = types.Array(types.uint16, 3, "C")
+_F32_3, _F32_4 = types.Array(types.float32, 3, "C"), types.Array(types.float32, 4, "C")
+_SPEC = types.UniTuple(types.int64, 9)
+
+
+@kernel("linalg.pack_a_widen", (_F32_4, _U16_3, _I, _I))
+@njit(parallel=True, cache=True)
+def _pack_a_widen(ap, a, mr, fmt):
+    nb, m, k_count = a.shape
+    npan = ap.shape[1]
+    for t in prange(nb * npan):
+        b, ip = t // npan, t % npan
+        rows = min(mr, m - ip * mr)
+        for k in range(k_count):
+            for r in range(rows):
+                ap[b, ip, k, r] = widened(a[b, ip * mr + r, k], fmt)
+            for r in range(rows, mr):
+                ap[b, ip, k, r] = 0
+
+
+@kernel("linalg.pack_b_widen", (_F32_4, _U16_3, _I, _I))
+@njit(parallel=True, cache=True)
+def _pack_b_widen(bp, bm, nr, fmt):
+    nb, k_count, n = bm.shape
+    npan = bp.shape[1]
+    for t in prange(nb * k_count):
+        b, k = t // k_count, t % k_count
+        for jp in range(npan):
+            cols = min(nr, n - jp * nr)
+            for j in range(cols):
+                bp[b, jp, k, j] = widened(bm[b, k, jp * nr + j], fmt)
+            for j in range(cols, nr):
+                bp[b, jp, k, j] = 0
+
+
+@kernel("linalg.finish_narrow", (_U16_3, _F32_3, _SPEC, _I))
+@njit(parallel=True, cache=True)
+def _finish_narrow(out, cpad, spec, fmt):
+    nb, m, n = out.shape
+    for t in prange(nb * m):
+        b, i = t // m, t % m
+        for j in range(n):
+            out[b, i, j] = narrowed_bits(finish(cpad[b, i, j]), spec, fmt)
+
+
+@kernel("linalg.finish_add_narrow", (_U16_3, _F32_3, _F32_3, _SPEC, _I))
+@njit(parallel=True, cache=True)
+def _finish_add_narrow(out, cpad, addend, spec, fmt):
+    nb, m, n = out.shape
+    for t in prange(nb * m):
+        b, i = t // m, t % m
+        for j in range(n):
+            out[b, i, j] = narrowed_bits(finish_add(cpad[b, i, j], addend[b, i, j]), spec, fmt)
 
 
 def _make_blocks(micro, mr, nr, dtype):
@@ -167,25 +226,35 @@ def packed_b(nb, k_count, n, dtype):
     return np.empty((nb, _ceil_to(n, nr) // nr, k_count, nr), dtype)
 
 
-def product_packed(out, a, bp, addend=None, bias_rows=None):
+def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
     """out (B, M, N) = a (B, M, K) @ b [+ addend (B, M, N) | + bias_rows (B, M) per row],
-    with b already packed into `bp` (see `packed_b`; padding columns must be finite)."""
+    with b already packed into `bp` (see `packed_b`; padding columns must be finite).
+    narrow = (spec, fmt): a and out are bfloat16/float16 patterns (uint16), a is
+    widened while packed, each output rounded once to the format."""
     nb, m, k_count = a.shape
     n = out.shape[2]
     if out.size == 0:
         return
-    dtype = a.dtype
+    dtype = bp.dtype
     nr = NR[dtype]
     mpad, npad = _ceil_to(m, MR), bp.shape[1] * nr
     ap = np.empty((nb, mpad // MR, k_count, MR), dtype)
     if k_count:
-        _pack_a(ap, a, MR)
+        if narrow is None:
+            _pack_a(ap, a, MR)
+        else:
+            _pack_a_widen(ap, a, MR, narrow[1])
     cpad = np.empty((nb, mpad, npad), dtype)
     blocks = _blocks_f32 if dtype == np.float32 else _blocks_f64
     with _slp_vectorize():
         blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
                _MC_PANELS, _NC_PANELS)
-    if addend is not None:
+    if narrow is not None:
+        if addend is not None:
+            _finish_add_narrow(out, cpad, addend, *narrow)
+        else:
+            _finish_narrow(out, cpad, *narrow)
+    elif addend is not None:
         _finish_outputs_add(out, cpad, addend)
     elif bias_rows is not None:
         _finish_outputs_bias_rows(out, cpad, bias_rows)
@@ -256,3 +325,17 @@ def bmm(out, a, b, addend=None):
     if k_count:
         _pack_b(bp, b, bp.shape[3])
     product_packed(out, a, bp, addend)
+
+
+def bmm_narrow(out, a, b, spec, fmt, addend=None):
+    """bmm of bfloat16/float16 operands given as uint16 patterns (out too), with
+    a float32 addend: the float32 chains of `bmm` on the exactly widened
+    operands, each output rounded once to the format (`spec`, format code `fmt`
+    of softrep.algorithms.widening)."""
+    nb, k_count, n = b.shape
+    if out.size == 0:
+        return
+    bp = packed_b(nb, k_count, n, np.float32)
+    if k_count:
+        _pack_b_widen(bp, b, bp.shape[3], fmt)
+    product_packed(out, a, bp, addend, narrow=(spec, fmt))

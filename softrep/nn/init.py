@@ -21,8 +21,10 @@ from ..ops.generator import resolve
 def _check(fn, tensor):
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"softrep.nn.init.{fn}: argument 'tensor' must be a tensor, got {type(tensor).__name__}")
-    if tensor.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"softrep.nn.init.{fn}: argument 'tensor' must be float32 or float64, got {tensor.dtype}")
+    if tensor.dtype not in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        # bfloat16/float16: the draw and the fma in the tensor's own format (one rounding each)
+        raise TypeError(f"softrep.nn.init.{fn}: argument 'tensor' must be float32, float64, bfloat16 or float16, "
+                        f"got {tensor.dtype}")
 
 
 def _fill(tensor, values):

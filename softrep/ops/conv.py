@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from . import backend, batching
+from . import mixed
 from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
 from .products import bmm, check_operands
@@ -223,11 +224,13 @@ def _conv(fn, dims, input, weight, bias, stride, padding, dilation, groups, padd
     return out.squeeze(0) if unbatched else out
 
 
+@mixed.float32_compute("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, padding_mode="zeros"):
     """1-D convolution (cross-correlation) like torch.nn.functional.conv1d, in the documented order."""
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups, padding_mode)
 
 
+@mixed.float32_compute("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, padding_mode="zeros"):
     """2-D convolution (cross-correlation) like torch.nn.functional.conv2d, in the documented order."""
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups, padding_mode)

@@ -17,12 +17,12 @@ their shape with `softrep.sum`, in the order documented in docs/order.md.
 import torch
 
 from ..algorithms import elementwise as arith
-from . import backend, batching, lowp, outputs
+from . import backend, batching, lowp, mixed, outputs
 from ..primitives import rounding as R
 from ..primitives.rounding import SUFFIX
 from .memory import empty
 from .summation import sum_to_shape
-from .validate import broadcast_shape, rounding_suffix, tensor_operands
+from .validate import ALL_FLOAT_DTYPES, broadcast_shape, rounding_suffix, tensor_operands
 from ..cpu import launch as cpu_launch
 from ..cuda import launch as cuda_launch
 
@@ -131,9 +131,13 @@ class Elementwise(torch.autograd.Function):
 class ElementwiseSpec:
     """An elementwise op: its argument names, its scalar kernel per rounding
     suffix (and their launchers), and `backward(g, out, *inputs)`, the input
-    gradients made of softrep ops."""
+    gradients made of softrep ops.
 
-    def __init__(self, name, arg_names, kernels, backward):
+    `low_forward(suffix)`, where set, is the forward on bfloat16/float16
+    tensors: a function of the tensors that rounds each result once in their
+    format (the backward is the same formula, made of the low-precision ops)."""
+
+    def __init__(self, name, arg_names, kernels, backward, low_forward=None):
         self.name = name
         self.arg_names = arg_names
         self.kernels = kernels  # rounding suffix -> scalar kernel
@@ -142,11 +146,81 @@ class ElementwiseSpec:
         self.light_launchers = {mode: self.launchers[suffix][0] for mode, suffix in SUFFIX.items()
                                 if suffix in self.launchers}
         self.backward = backward
+        self.low_forward = low_forward
 
     def apply(self, suffix, tensors):
         """The op on `tensors` (already checked), rounded as `suffix` says, with autograd."""
-        run = self.launchers[suffix]
-        return backend.call(Elementwise, self, lambda ts: _apply(self.name, run, self.arg_names, ts), *tensors)
+        if mixed.is_low(tensors[0]):
+            if self.low_forward is None:
+                raise TypeError(f"softrep.{self.name}: no {tensors[0].dtype} version")
+            return Elementwise.apply(self, self.low_forward(suffix), *tensors)
+        return backend.call(Elementwise, self, lambda ts: self.run(suffix, ts), *tensors)
+
+    def apply_into(self, suffix, tensors, out):
+        """The op on `tensors` (already checked) written into `out` (torch's
+        out= semantics, softrep.ops.outputs); no autograd.  bfloat16/float16:
+        the result computed as without `out`, then copied (exact)."""
+        if mixed.is_low(tensors[0]):
+            result = self.apply(suffix, [t.detach() for t in tensors])
+            outputs.prepare(self.name, out, result.shape, result.dtype, result.device, tensors)
+            return out.copy_(result)
+        return apply_into(self.name, self.launchers[suffix], self.arg_names, tensors, out)
+
+    def run(self, suffix, tensors):
+        """The float32/float64 kernel on broadcast `tensors`, without autograd."""
+        return _apply(self.name, self.launchers[suffix], self.arg_names, tensors)
+
+
+# ---------------------------------------------------------------------------- bfloat16 / float16
+#
+# On bfloat16/float16 tensors every arithmetic op is the exact operation
+# rounded once in the tensors' format: the operands are widened to float32
+# (exact) and the emulated arithmetic of softrep.ops.lowp computes the exact
+# result's float64 rounding plus the sign of its error, which decides the
+# rounding to any format of at most 51 bits (docs/lowprecision.md).  A float32
+# intermediate would not do: a + b rounded to float32, then to bfloat16, can
+# land on a bfloat16 midpoint that the exact sum is not on (double rounding).
+# square is mul(x, x) and reciprocal div(1, x), each one rounding; neg, abs and
+# sign are exact in any format, so their float32 kernels serve.
+
+_LOW_ARITHMETIC = {
+    "add": ("add", lambda ts: ts), "sub": ("sub", lambda ts: ts), "mul": ("mul", lambda ts: ts),
+    "div": ("div", lambda ts: ts), "fma": ("fma", lambda ts: ts), "sqrt": ("sqrt", lambda ts: ts),
+    "square": ("mul", lambda ts: (ts[0], ts[0])),
+    "reciprocal": ("div", lambda ts: (torch.ones((), dtype=ts[0].dtype, device=ts[0].device), ts[0])),
+}
+_ROUNDING_NAMES = {"rn": "nearest", "rd": "down", "ru": "up", "rz": "zero"}
+
+
+def _low_arithmetic(name):
+    def low_forward(suffix):
+        def forward(tensors):
+            dtype = tensors[0].dtype
+            if name not in _LOW_ARITHMETIC:  # exact ops: the float32 kernel, then an exact cast
+                wide = [t.detach().to(torch.float32) for t in tensors]
+                return mixed.exact_cast(SPECS.get(name, _SIGN).run("rn", wide), dtype)
+            op, operands = _LOW_ARITHMETIC[name]
+            wide = [t.detach().to(torch.float32) for t in operands(tensors)]
+            _, run = lowp.elementwise_forward(op, wide, mixed.LOW_FORMATS[dtype], _ROUNDING_NAMES[suffix])
+            return mixed.exact_cast(run(wide), dtype)
+        return forward
+    return low_forward
+
+
+def operands(fn, arg_names, values):
+    """The checked tensor operands of elementwise op `fn`: torch.autocast's
+    policy applied (softrep.ops.mixed), Python numbers converted to the
+    tensors' dtype (once rounded from their double value for bfloat16/float16)."""
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    if tensors:
+        cast, _ = mixed.autocast_operands(fn, tensors)
+        it = iter(cast)
+        values = [next(it) if isinstance(v, torch.Tensor) else v for v in values]
+        low = next((t for t in cast if mixed.is_low(t)), None)
+        if low is not None:
+            values = [mixed.python_number(v, low.dtype).to(low.device)
+                      if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in values]
+    return tensor_operands(fn, ALL_FLOAT_DTYPES, **dict(zip(arg_names, values)))
 
 
 def _kernels(prefix, module=R):
@@ -159,48 +233,52 @@ def _exact(kernel):
 
 # Backward formulas, from softrep ops rounded to nearest (documented in docs/primitives.md).
 SPECS = {
-    "add": ElementwiseSpec("add", ("input", "other"), _kernels("add"), lambda g, out, x, y: (g, g)),
-    "sub": ElementwiseSpec("sub", ("input", "other"), _kernels("sub"), lambda g, out, x, y: (g, neg(g))),
+    "add": ElementwiseSpec("add", ("input", "other"), _kernels("add"), lambda g, out, x, y: (g, g),
+                           _low_arithmetic("add")),
+    "sub": ElementwiseSpec("sub", ("input", "other"), _kernels("sub"), lambda g, out, x, y: (g, neg(g)),
+                           _low_arithmetic("sub")),
     "mul": ElementwiseSpec("mul", ("input", "other"), _kernels("mul"),
-                 lambda g, out, x, y: (mul(g, y), mul(g, x))),
+                 lambda g, out, x, y: (mul(g, y), mul(g, x)), _low_arithmetic("mul")),
     # d(x/y)/dy = -(x/y)/y: reuses the forward quotient rather than x/y**2
     "div": ElementwiseSpec("div", ("input", "other"), _kernels("div"),
-                 lambda g, out, x, y: (div(g, y), neg(div(mul(g, out), y)))),
+                 lambda g, out, x, y: (div(g, y), neg(div(mul(g, out), y))), _low_arithmetic("div")),
     "fma": ElementwiseSpec("fma", ("x", "y", "z"), _kernels("fma"),
-                 lambda g, out, x, y, z: (mul(g, y), mul(g, x), g)),
+                 lambda g, out, x, y, z: (mul(g, y), mul(g, x), g), _low_arithmetic("fma")),
     "sqrt": ElementwiseSpec("sqrt", ("input",), _kernels("sqrt"),
-                  lambda g, out, x: (div(g, mul(out, 2.0)),)),
-    "neg": ElementwiseSpec("neg", ("input",), _exact(arith.neg), lambda g, out, x: (neg(g),)),
+                  lambda g, out, x: (div(g, mul(out, 2.0)),), _low_arithmetic("sqrt")),
+    "neg": ElementwiseSpec("neg", ("input",), _exact(arith.neg), lambda g, out, x: (neg(g),),
+                           _low_arithmetic("neg")),
     "abs": ElementwiseSpec("abs", ("input",), _exact(arith.absolute),
-                 lambda g, out, x: (mul(g, _sign(x)),)),
+                 lambda g, out, x: (mul(g, _sign(x)),), _low_arithmetic("abs")),
     "square": ElementwiseSpec("square", ("input",), _kernels("square", arith),
-                    lambda g, out, x: (mul(g, mul(x, 2.0)),)),
+                    lambda g, out, x: (mul(g, mul(x, 2.0)),), _low_arithmetic("square")),
     "reciprocal": ElementwiseSpec("reciprocal", ("input",), _kernels("reciprocal", arith),
-                        lambda g, out, x: (neg(mul(g, mul(out, out))),)),
+                        lambda g, out, x: (neg(mul(g, mul(out, out))),), _low_arithmetic("reciprocal")),
 }
 
 
 # sign(x), a constant of abs's backward (detached: no gradient flows through
 # it); not a public op, so not in SPECS.
-_SIGN = ElementwiseSpec("sign", ("input",), _exact(arith.sign), lambda g, out, x: (torch.zeros_like(g),))
+_SIGN = ElementwiseSpec("sign", ("input",), _exact(arith.sign), lambda g, out, x: (torch.zeros_like(g),),
+                        _low_arithmetic("sign"))
 
 
 def _sign(x):
     return _SIGN.apply("rn", [x.detach()])
 
 
-def _op(name, operands, rounding, out=None):
+def _op(name, values, rounding, out=None):
     spec = SPECS[name]
     if out is None:
         run = spec.light_launchers.get(rounding)
         if run is not None:
-            result = light(run, operands)
+            result = light(run, values)
             if result is not None:
                 return result
     suffix = rounding_suffix(name, rounding)
-    tensors = tensor_operands(name, **dict(zip(spec.arg_names, operands)))
+    tensors = operands(name, spec.arg_names, values)
     if out is not None:
-        return apply_into(name, spec.launchers[suffix], spec.arg_names, tensors, out)
+        return spec.apply_into(suffix, tensors, out)
     return spec.apply(suffix, tensors)
 
 

@@ -24,9 +24,10 @@ import torch
 from numba.core import types
 
 from ..algorithms.math import KERNELS
+from ..algorithms.math.lowp_exceptions import TABLES as LOW_PRECISION_EXCEPTIONS
 from ..primitives.jit import by_type
-from .elementwise import ElementwiseSpec, add, apply_into, div, light, mul, square, sub
-from .validate import tensor_operands
+from . import mixed
+from .elementwise import ElementwiseSpec, add, div, light, mul, operands, square, sub
 
 LN2 = 0.6931471805599453  # ln 2 rounded to double; the op rounds it to the dtype
 LN10 = 2.302585092994046  # ln 10 rounded to double; the op rounds it to the dtype
@@ -43,6 +44,7 @@ class MathFunction:
     kernel: object  # dtype-dispatching scalar kernel
     grad: object
     op: object  # the public tensor op
+    spec: object = None  # its ElementwiseSpec
 
 
 FUNCTIONS = {}
@@ -64,9 +66,51 @@ def _scalar_kernel(name, f32, f64, arity):
     return by_type(kernel, table)
 
 
+def double_rounded(spec, tensors):
+    """The correctly rounded float32 result of `spec` on bfloat16/float16
+    `tensors`, rounded once more to their format (no autograd, no exception
+    table): the result of the ops except at the inputs of
+    softrep/algorithms/math/lowp_exceptions.py."""
+    dtype = tensors[0].dtype
+    wide = [t.detach().to(torch.float32) for t in tensors]
+    return mixed.round_cast(spec.run("rn", wide), dtype)
+
+
+def _exception_table(name, dtype, device):
+    """(keys, values) of the function's exception table in `dtype`, as int32 and
+    int16 tensors (keys: input bits as 0..65535, sorted), or None."""
+    table = LOW_PRECISION_EXCEPTIONS.get(mixed.LOW_FORMATS[dtype], {}).get(name)
+    if not table:
+        return None
+    keys = torch.tensor([k for k, _ in table], dtype=torch.int32, device=device)
+    values = torch.tensor([v - 65536 if v >= 32768 else v for _, v in table], dtype=torch.int16, device=device)
+    return keys, values
+
+
+def _low_forward(name, spec):
+    """The bfloat16/float16 forward of a unary or binary math function: the
+    float32 result rounded once more to the format, then, by selection, the
+    listed results of the inputs where that second rounding is wrong."""
+    def low_forward(suffix):
+        def forward(tensors):
+            out = double_rounded(spec, tensors)
+            table = _exception_table(name, out.dtype, out.device) if len(tensors) == 1 else None
+            if table is None:
+                return out
+            keys, values = table
+            bits = tensors[0].detach().contiguous().view(torch.int16).to(torch.int32) & 0xFFFF
+            at = torch.searchsorted(keys, bits).clamp(max=keys.numel() - 1)
+            hit = keys[at] == bits
+            return torch.where(hit, values[at], out.view(torch.int16)).view(out.dtype)
+        return forward
+    return low_forward
+
+
 def _public_op(fn):
     arg_names = fn.arg_names
     spec = ElementwiseSpec(fn.name, arg_names, {"rn": fn.kernel}, fn.grad)
+    spec.low_forward = _low_forward(fn.name, spec)
+    fn.spec = spec
 
     light_run = spec.light_launchers["nearest"]
 
@@ -82,13 +126,14 @@ def _public_op(fn):
             raise TypeError(f"softrep.{fn.name}: argument '{arg_names[0]}' must be a torch.Tensor, "
                             f"got {type(args[0]).__name__}")
         dtypes = (torch.float32,) if fn.f64 is None else (torch.float32, torch.float64)
+        dtypes += mixed.LOW_DTYPES
         for name, arg in zip(arg_names, args):
             if isinstance(arg, torch.Tensor) and arg.dtype not in dtypes:
                 raise TypeError(f"softrep.{fn.name}: argument '{name}' has dtype {arg.dtype}; softrep.{fn.name} "
                                 f"takes {' or '.join(map(str, dtypes))}")
-        tensors = tensor_operands(fn.name, **dict(zip(arg_names, args)))
+        tensors = operands(fn.name, arg_names, args)
         if out is not None:
-            return apply_into(fn.name, spec.launchers["rn"], arg_names, tensors, out)
+            return spec.apply_into("rn", tensors, out)
         return spec.apply("rn", tensors)
 
     params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names]
@@ -96,6 +141,8 @@ def _public_op(fn):
     op.__signature__ = inspect.Signature(params)
     op.__name__ = op.__qualname__ = fn.name
     rounding = "correctly rounded" if fn.f64 is None else "correctly rounded in float32"
+    rounding += "; bfloat16/float16: the float32 result rounded to the format, corrected where that is not " \
+        "correctly rounded (docs/mathlib.md)"
     op.__doc__ = (f"{fn.name}({', '.join(arg_names)}) elementwise, {rounding} to nearest-even "
                   f"(softrep/algorithms/math/{fn.name}.py; verified by `python -m softrep verify {fn.name}`).  "
                   "With `out`, the result is written there (torch's out= semantics).")

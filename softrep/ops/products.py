@@ -13,6 +13,7 @@ Backward passes are softrep products:
 
 import numbers
 
+import numpy as np
 import torch
 
 from . import backend, batching, outputs
@@ -20,8 +21,9 @@ from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
 from ..cuda import linalg as cuda_linalg
 from .memory import empty
-from .validate import FLOAT_DTYPES
+from .validate import ALL_FLOAT_DTYPES
 from . import lowp
+from . import mixed
 from .elementwise import emulated as emulated_elementwise
 from .summation import sum_to_shape
 
@@ -30,14 +32,15 @@ from .summation import sum_to_shape
 
 
 def check_operands(fn, **operands):
-    """Operands must be float32/float64 tensors of one dtype on one device."""
+    """Operands must be float32/float64/bfloat16/float16 tensors of one dtype on one device."""
     first_name, first = None, None
     for name, t in operands.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"softrep.{fn}: argument '{name}' must be a torch.Tensor, got {type(t).__name__}")
-        if t.dtype not in FLOAT_DTYPES:
+        if t.dtype not in ALL_FLOAT_DTYPES:
             raise TypeError(
-                f"softrep.{fn}: argument '{name}' has dtype {t.dtype}; expected torch.float32 or torch.float64")
+                f"softrep.{fn}: argument '{name}' has dtype {t.dtype}; expected torch.float32, torch.float64, "
+                "torch.bfloat16 or torch.float16")
         if first is None:
             first_name, first = name, t
             continue
@@ -79,18 +82,46 @@ FMAS_PER_ELEMENT = 16
 def bmm_forward(a, b, addend=None, out=None):
     """(B, M, K) @ (B, K, N) [+ addend broadcastable to (B, M, N)] -> (B, M, N); no autograd.
     `out`: a C-contiguous (B, M, N) tensor to write the result to (it must
-    share no memory with the operands)."""
+    share no memory with the operands).
+
+    bfloat16/float16 operands: the float32 chains on the exactly widened
+    operands (the addend added in float32), each output rounded once to the
+    dtype (docs/order.md).  The CPU kernels widen while packing; the CUDA
+    kernels get float32 copies."""
     nb, m, k = a.shape
     n = b.shape[2]
     if out is None:
         out = empty((nb, m, n), dtype=a.dtype, device=a.device)
     if out.numel() == 0:
         return out
+    if mixed.is_low(a):
+        return _bmm_low(out, a, b, addend)
     inputs = [a.detach().contiguous(), b.detach().contiguous()]
     if addend is not None:
         inputs.append(addend.detach().expand(nb, m, n).contiguous())
     work = nb * m * n * max(k, 1) // FMAS_PER_ELEMENT + sum(t.numel() for t in inputs)
     backend.execute(cpu_linalg.bmm, cuda_linalg.bmm, [out], inputs, work=work)
+    return out
+
+
+def _cpu_bmm_narrow(spec, fmt):
+    def run(out, a, b, *addend):
+        u16 = np.uint16
+        cpu_linalg.bmm_narrow(out.view(u16), a.view(u16), b.view(u16), spec, fmt, *addend)
+    return run
+
+
+def _bmm_low(out, a, b, addend):
+    dtype = a.dtype
+    addend32 = None if addend is None else addend.detach().to(torch.float32).expand(out.shape).contiguous()
+    if backend.select(a, b) != "cpu":
+        product = bmm_forward(a.detach().to(torch.float32), b.detach().to(torch.float32), addend32)
+        return mixed.round_cast(product, dtype)
+    inputs = [a.detach().contiguous().view(torch.int16), b.detach().contiguous().view(torch.int16)]
+    if addend32 is not None:
+        inputs.append(addend32)
+    run = _cpu_bmm_narrow(mixed.nearest_spec(dtype), mixed.FORMAT_CODES[dtype])
+    backend.execute(run, None, [out.view(torch.int16)], inputs)
     return out
 
 
@@ -242,6 +273,7 @@ def _emulated(input_format, accumulate_format, rounding, generator):
         or generator is not None
 
 
+@mixed.float32_compute("mm", native_low=True)
 def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="nearest", generator=None,
        scale_a=None, scale_b=None, out_dtype=None, out=None):
     """input (M, K) @ mat2 (K, N), each element one fma chain in k order (like torch.mm).
@@ -286,6 +318,7 @@ def _mm_into(a, b, out):
     return out
 
 
+@mixed.float32_compute("bmm", native_low=True)
 def bmm(input, mat2):
     """input (B, M, K) @ mat2 (B, K, N) per batch (like torch.bmm; no broadcasting)."""
     check_operands("bmm", input=input, mat2=mat2)
@@ -297,6 +330,7 @@ def bmm(input, mat2):
     return backend.call(_BMM, input, mat2)
 
 
+@mixed.float32_compute("dot", native_low=True)
 def dot(input, tensor):
     """Dot product of two 1-D tensors: +0, then fma in index order (like torch.dot)."""
     check_operands("dot", input=input, tensor=tensor)
@@ -308,6 +342,7 @@ def dot(input, tensor):
     return _MM.apply(input.unsqueeze(0), tensor.unsqueeze(1), None).reshape(())
 
 
+@mixed.float32_compute("matmul", native_low=True)
 def matmul(input, other):
     """Matrix product with torch.matmul's rules (1-D operands, batch broadcasting)."""
     check_operands("matmul", input=input, other=other)
@@ -341,6 +376,7 @@ def matmul(input, other):
     return out
 
 
+@mixed.float32_compute("linear", native_low=True)
 def linear(input, weight, bias=None, *, input_format=None, accumulate_format=None, rounding="nearest",
            generator=None, scale_a=None, scale_b=None, out_dtype=None):
     """input @ weight^T + bias (like torch.nn.functional.linear); bias added once with add_rn.
@@ -381,6 +417,7 @@ def linear(input, weight, bias=None, *, input_format=None, accumulate_format=Non
     return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
 
 
+@mixed.float32_compute("addmm", native_low=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2), like torch.addmm (docs/order.md, "Matrix products").
 

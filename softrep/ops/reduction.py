@@ -11,6 +11,7 @@ import torch
 
 from . import backend, batching
 from . import elementwise as E
+from . import mixed
 from .summation import (SumFunction, as_rows, check_dtype, check_input, reduced_dims, reduction_shapes, scalar_as_1d,
                         sum, sum_raw, sum_rows, sum_to_shape)
 from ..cpu import reduce as cpu_reduce
@@ -117,6 +118,7 @@ class _ArgExtreme(torch.autograd.Function):
         return _extreme_raw(fn, x, batching.shift_dims(dims), keepdim, largest)[1], 0
 
 
+@mixed.float32_compute("mean")
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """div_rn(sum, n), n the number of reduced elements (rounded to the dtype;
     exact below 2**24 in float32).  n = 0 gives NaN, as in torch."""
@@ -138,6 +140,7 @@ def _correction(fn, correction):
     return correction
 
 
+@mixed.float32_compute("var")
 def var(input, dim=None, *, correction=1, keepdim=False):
     """Two-pass variance: mean, then the documented sum of squared deviations
     mul_rn(d, d), d = sub_rn(x, mean), divided by max(n - correction, 0)."""
@@ -149,6 +152,7 @@ def var(input, dim=None, *, correction=1, keepdim=False):
     return backend.call(_Var, x, dims, correction, keepdim and input.dim() > 0)
 
 
+@mixed.float32_compute("std")
 def std(input, dim=None, *, correction=1, keepdim=False):
     """sqrt_rn(var(input, dim, correction=correction, keepdim=keepdim))."""
     check_input("std", input)
@@ -163,11 +167,13 @@ def _extreme(fn, input, dim, keepdim, largest):
     return backend.call(_Extreme, x, dims, keepdim and input.dim() > 0, largest, fn)
 
 
+@mixed.float32_compute("amax")
 def amax(input, dim=(), keepdim=False):
     """Maximum over `dim` (() or None = all dims).  NaN propagates; +0 > -0."""
     return _extreme("amax", input, dim, keepdim, True)
 
 
+@mixed.float32_compute("amin")
 def amin(input, dim=(), keepdim=False):
     """Minimum over `dim` (() or None = all dims).  NaN propagates; -0 < +0."""
     return _extreme("amin", input, dim, keepdim, False)
@@ -183,12 +189,14 @@ def _arg_extreme(fn, input, dim, keepdim, largest):
     return backend.call(_ArgExtreme, x, dims, keepdim and input.dim() > 0, largest, fn)
 
 
+@mixed.float32_compute("argmax")
 def argmax(input, dim=None, keepdim=False):
     """First index of the maximum (NaN counts as the maximum; +0 > -0).  dim=None
     indexes the flattened input."""
     return _arg_extreme("argmax", input, dim, keepdim, True)
 
 
+@mixed.float32_compute("argmin")
 def argmin(input, dim=None, keepdim=False):
     """First index of the minimum (NaN counts as the minimum; -0 < +0)."""
     return _arg_extreme("argmin", input, dim, keepdim, False)

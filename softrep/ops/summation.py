@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from . import backend, batching
+from . import backend, batching, mixed
 from .validate import FLOAT_DTYPES, normalize_dim
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
@@ -159,9 +159,15 @@ def scalar_as_1d(x):
     return x.reshape(1) if x.dim() == 0 else x
 
 
+@mixed.float32_compute("sum")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over `dim` (None or () = all dims; an int or a tuple of ints), in the
-    order of docs/order.md.  `dtype` must be None or input.dtype."""
+    order of docs/order.md.  `dtype` must be None or input.dtype (bfloat16 and
+    float16 inputs: also torch.float32, the dtype they are summed in)."""
+    return _sum(input, dim, keepdim, dtype=dtype)
+
+
+def _sum(input, dim=None, keepdim=False, *, dtype=None):
     check_input("sum", input)
     check_dtype("sum", input, dtype)
     dims = reduced_dims("sum", input, dim)
@@ -181,4 +187,10 @@ def sum_to_shape(x, shape):
         lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
     if not dims:
         return x.reshape(shape)
-    return sum(x, dims, keepdim=True).reshape(shape)
+    return _sum_any_dtype(x, dims, keepdim=True).reshape(shape)
+
+
+# The gradient sums of broadcast inputs: bfloat16/float16 gradients summed in
+# float32 and rounded once, as `sum`, but never cast by torch.autocast (a
+# gradient keeps its input's dtype).
+_sum_any_dtype = mixed.float32_compute(None)(_sum)

@@ -7,6 +7,8 @@ import torch
 from ..primitives.rounding import MODES, SUFFIX
 
 FLOAT_DTYPES = (torch.float32, torch.float64)
+# the dtypes of the ops that take bfloat16/float16 tensors (softrep/ops/mixed.py)
+ALL_FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
 
 def rounding_suffix(fn, rounding):
@@ -23,10 +25,10 @@ def rounding_suffix(fn, rounding):
     return SUFFIX[rounding]
 
 
-def tensor_operands(fn, **operands):
+def tensor_operands(fn, dtypes=FLOAT_DTYPES, **operands):
     """Check the operands of an elementwise op and return them as tensors.
 
-    Tensors must share one floating dtype (float32 or float64) and one device;
+    Tensors must share one floating dtype (one of `dtypes`) and one device;
     softrep never promotes silently, since a promotion is a rounding the caller
     did not ask for.  Python numbers are converted to the tensors' dtype.
     """
@@ -36,9 +38,9 @@ def tensor_operands(fn, **operands):
         raise TypeError(f"softrep.{fn}: at least one of {', '.join(names)} must be a torch.Tensor")
     first_name, first = next(iter(tensors.items()))
     for name, t in tensors.items():
-        if t.dtype not in FLOAT_DTYPES:
+        if t.dtype not in dtypes:
             raise TypeError(
-                f"softrep.{fn}: argument '{name}' has dtype {t.dtype}; expected torch.float32 or torch.float64"
+                f"softrep.{fn}: argument '{name}' has dtype {t.dtype}; expected {' or '.join(map(str, dtypes))}"
             )
     for name, t in tensors.items():
         if t.dtype != first.dtype:

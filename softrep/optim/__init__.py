@@ -8,5 +8,6 @@ optimizer's state_dict loads into them (and back)."""
 from .optimizer import Optimizer
 from .sgd import SGD
 from .adam import Adam, AdamW
+from .grad_scaler import GradScaler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "GradScaler"]

@@ -17,7 +17,7 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
-                 decoupled_weight_decay=False):
+                 decoupled_weight_decay=False, stochastic_rounding=False, rounding_seed=0):
         name = self._name
         check_float(name, "lr", lr)
         check_float(name, "eps", eps)
@@ -36,6 +36,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             self._check_flags(group)
+        self._init_low_precision(stochastic_rounding, rounding_seed)
 
     def _update(self, group, p, grad, state):
         if not state:
@@ -78,7 +79,9 @@ class AdamW(Adam):
     _name = "AdamW"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None,
+                 stochastic_rounding=False, rounding_seed=0):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          foreach=foreach, maximize=maximize, capturable=capturable,
-                         differentiable=differentiable, fused=fused, decoupled_weight_decay=True)
+                         differentiable=differentiable, fused=fused, decoupled_weight_decay=True,
+                         stochastic_rounding=stochastic_rounding, rounding_seed=rounding_seed)

@@ -10,7 +10,8 @@ class SGD(Optimizer):
     """torch.optim.SGD, one rounded softrep op at a time (order in docs/training.md)."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False, foreach=None, differentiable=False, fused=None):
+                 maximize=False, foreach=None, differentiable=False, fused=None, stochastic_rounding=False,
+                 rounding_seed=0):
         check_float("SGD", "lr", lr)
         check_float("SGD", "momentum", momentum)
         check_float("SGD", "weight_decay", weight_decay)
@@ -24,6 +25,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             self._check_flags(group)
+        self._init_low_precision(stochastic_rounding, rounding_seed)
 
     def _update(self, group, p, grad, state):
         d_p = neg(grad) if group["maximize"] else grad

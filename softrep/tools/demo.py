@@ -9,9 +9,15 @@ comes from one softrep Generator, so the run is a pure function of the seed:
 the three fingerprints below are the same on every CPU, every GPU and every
 thread count.  examples/train_digits.py is the same run written as plain user
 code.
+
+`--autocast bfloat16` runs the same training under torch.autocast: the
+convolutions and linear layers in bfloat16 (float32 accumulation, one
+rounding of each output), the loss in float32, the float32 weights updated by
+Adam (docs/lowprecision.md).  It has its own published fingerprints.
 """
 
 import argparse
+import contextlib
 import sys
 
 import torch
@@ -28,6 +34,15 @@ REFERENCE = {
     "initial model": "eae0780a8c7f0ba980d4047171e5698d28ccb1b405b1b97f5aa53ca61a3dc647",
     "trained model": "6d1023acf6f0fd84403ff75162bf57cf1be6b8623cbf50b504d7f55362c633e4",
     "test logits": "7db3c20984774a0cb7b5295c8e904534528076857a1e1a2cf6ece13c42c37fc0",
+}
+
+# The same run under torch.autocast(dtype=torch.bfloat16) (also in the README).
+REFERENCE_AUTOCAST = {
+    "bfloat16": {
+        "initial model": "eae0780a8c7f0ba980d4047171e5698d28ccb1b405b1b97f5aa53ca61a3dc647",
+        "trained model": "cc152758560d087a0f38dbe69c04ab4766cb45ac2881958c106204597c5729f5",
+        "test logits": "8cea95d61e7107230ef76930a3a380086b17978bd7b8161f3bf81c60b05092f1",
+    },
 }
 
 SEED = 2026
@@ -63,9 +78,19 @@ def load_digits(generator, device="cpu"):
     return x[train].to(device), y[train].to(device), x[test].to(device), y[test].to(device)
 
 
-def run(device="cpu", seed=SEED, epochs=EPOCHS, progress=True):
-    """Train and evaluate; returns a dict of fingerprints plus the test accuracy."""
+def run(device="cpu", seed=SEED, epochs=EPOCHS, progress=True, autocast=None):
+    """Train and evaluate; returns a dict of fingerprints plus the test accuracy.
+    autocast: None, or a low-precision dtype name ("bfloat16") for torch.autocast."""
     from .progress import bar as progress_bar
+
+    device_type = torch.device(device).type
+    if autocast is None:
+        mixed_precision = contextlib.nullcontext
+    else:
+        dtype = {"bfloat16": torch.bfloat16}[autocast]
+
+        def mixed_precision():
+            return torch.autocast(device_type, dtype=dtype)
 
     generator = Generator(seed)
     x_train, y_train, x_test, y_test = load_digits(generator, device)
@@ -80,8 +105,9 @@ def run(device="cpu", seed=SEED, epochs=EPOCHS, progress=True):
             order = randperm(len(y_train), generator=generator, device=device)
             for start in range(0, len(order), BATCH_SIZE):
                 batch = order[start:start + BATCH_SIZE]
-                logits = model(x_train[batch])
-                loss = loss_fn(logits, y_train[batch])
+                with mixed_precision():
+                    logits = model(x_train[batch])
+                    loss = loss_fn(logits, y_train[batch])
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
@@ -89,7 +115,7 @@ def run(device="cpu", seed=SEED, epochs=EPOCHS, progress=True):
                 bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.4f}", acc=f"{correct / len(batch):.3f}")
                 bar.update()
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), mixed_precision():
         logits = model(x_test)
     result["trained model"] = fingerprint(model)
     result["test logits"] = fingerprint(logits)
@@ -118,6 +144,8 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=EPOCHS,
                         help=f"epochs (default {EPOCHS}; the reference values are for the default)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--autocast", choices=sorted(REFERENCE_AUTOCAST),
+                        help="train under torch.autocast in this dtype (its own reference values)")
     args = parser.parse_args(argv)
     if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
         parser.error(f"argument --device: expected cpu or cuda, got {args.device!r}")
@@ -125,11 +153,12 @@ def main(argv=None):
         parser.error(f"argument --device: {args.device!r} requested but torch sees no CUDA device")
     if args.epochs < 1:
         parser.error(f"argument --epochs: must be at least 1, got {args.epochs}")
-    result = run(args.device, epochs=args.epochs, progress=not args.no_progress)
-    print(f"device {args.device}, seed {SEED}, {args.epochs} epochs, batch {BATCH_SIZE}, Adam lr {LEARNING_RATE}")
+    result = run(args.device, epochs=args.epochs, progress=not args.no_progress, autocast=args.autocast)
+    print(f"device {args.device}, seed {SEED}, {args.epochs} epochs, batch {BATCH_SIZE}, Adam lr {LEARNING_RATE}"
+          + (f", autocast {args.autocast}" if args.autocast else ""))
     print(f"test accuracy: {result['test accuracy']:.4f}")
     print("fingerprints (SHA-256, softrep.fingerprint):")
-    lines, ok = verdict(result)
+    lines, ok = verdict(result, REFERENCE_AUTOCAST[args.autocast] if args.autocast else REFERENCE)
     if args.epochs != EPOCHS:
         lines[-1] = f"VERDICT: not comparable: the reference values are for --epochs {EPOCHS}."
         ok = True

@@ -17,6 +17,7 @@ compositions whose backward is the autograd of their softrep ops.  Selections
 import torch
 
 from ...ops import batching
+from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
@@ -145,6 +146,7 @@ def _one_dim(fn, input, dim):
     return normalize_dim(fn, dim, input.dim())
 
 
+@mixed.float32_compute("softmax")
 def softmax(input, dim, dtype=None):
     """exp(x - max) / sum(exp(x - max)) along `dim` (sum in the order of docs/order.md)."""
     d = _one_dim("softmax", input, dim)
@@ -156,6 +158,7 @@ def softmax(input, dim, dtype=None):
     return SoftmaxFunction.apply(input, d)
 
 
+@mixed.float32_compute("log_softmax")
 def log_softmax(input, dim, dtype=None):
     """(x - max) - log(sum(exp(x - max))) along `dim`."""
     d = _one_dim("log_softmax", input, dim)
@@ -167,6 +170,7 @@ def log_softmax(input, dim, dtype=None):
     return LogSoftmaxFunction.apply(input, d)
 
 
+@mixed.float32_compute("logsumexp")
 def logsumexp(input, dim, keepdim=False):
     """m + log(sum(exp(x - m))) over `dim` (an int or a tuple), m the max (0 where
     the max is infinite, as in torch)."""
@@ -180,6 +184,7 @@ def logsumexp(input, dim, keepdim=False):
     return out.reshape(()) if input.dim() == 0 else out
 
 
+@mixed.float32_compute("silu")
 def silu(input, inplace=False):
     """mul(x, sigmoid(x)) (sigmoid correctly rounded, then one rounded product)."""
     _check_tensor("silu", input)
@@ -194,6 +199,7 @@ def _number(fn, name, value):
     return float(value)
 
 
+@mixed.float32_compute("softplus")
 def softplus(input, beta=1.0, threshold=20.0):
     """div(log1p(exp(mul(x, beta))), beta), and x itself where mul(x, beta) > threshold
     (torch's rule).  beta = 1 makes the mul and div exact."""
@@ -210,6 +216,7 @@ def softplus(input, beta=1.0, threshold=20.0):
     return torch.where(linear, input, soft)
 
 
+@mixed.float32_compute("mish")
 def mish(input, inplace=False):
     """mul(x, tanh(softplus(x))) with softplus(beta=1, threshold=20)."""
     _check_tensor("mish", input)
@@ -284,6 +291,7 @@ class _LeakyRelu(torch.autograd.Function):
         return _LeakyRelu.forward(x, slope), (in_dims[0], in_dims[0])
 
 
+@mixed.float32_compute("relu")
 def relu(input, inplace=False):
     """max(x, 0) as torch computes it (x < 0 ? 0 : x): an exact selection; NaN in,
     canonical NaN out.  `inplace=True` writes the result into `input` and returns it."""
@@ -291,6 +299,7 @@ def relu(input, inplace=False):
     return _store_inplace("relu", input, _Relu.apply(input)[0], inplace)
 
 
+@mixed.float32_compute("leaky_relu")
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else mul_rn(x, negative_slope) with the slope rounded to
     input's dtype (as torch).  Backward: g, or mul_rn(g, slope)."""

@@ -19,6 +19,7 @@ import numbers
 import torch
 
 from ...ops import batching
+from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops import reduction as R
 from .activations import softmax
@@ -85,6 +86,7 @@ def default_scale(query, scale):
     return float(scale)
 
 
+@mixed.float32_compute("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False, *, generator=None):
     """torch.nn.functional.scaled_dot_product_attention from softrep ops (module docstring).

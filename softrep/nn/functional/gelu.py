@@ -19,6 +19,7 @@ too), so it is reproducible as well; it is not a separately rounded formula.
 import torch
 
 from ...ops import elementwise as E
+from ...ops import mixed
 from ...ops import math as M
 
 SQRT1_2 = 0.7071067811865476  # 1/sqrt(2)
@@ -27,6 +28,7 @@ BETA = 0.7978845608028654  # sqrt(2/pi)
 APPROXIMATIONS = ("none", "tanh")
 
 
+@mixed.float32_compute("gelu")
 def gelu(input, approximate="none"):
     """Gaussian error linear unit x Phi(x) (or its tanh approximation), in softrep's
     documented order; see the module docstring."""

@@ -18,6 +18,7 @@ import warnings
 import torch
 
 from ...ops import batching
+from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
@@ -194,6 +195,7 @@ def _nll(fn, logp, target, weight, ignore_index, reduction, class_dim):
     return _NLL.apply(logp, index, kept, w_t, weight is not None, class_dim, reduction), kept, w_t
 
 
+@mixed.float32_compute("nll_loss")
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log likelihood of log-probabilities `input` (C,), (N, C) or
     (N, C, d1, ...) at class indices `target`; torch's weight, ignore_index and
@@ -219,6 +221,7 @@ def _label_smoothing(fn, value):
     return value
 
 
+@mixed.float32_compute("cross_entropy")
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dim (dim 1, or 0 for a 1-D input), then the
     negative log likelihood of class-index targets (torch's weight,
@@ -287,6 +290,7 @@ def _cross_entropy_probs(fn, input, target, weight, ignore_index, reduction, smo
 
 # ---------------------------------------------------------------- mse_loss
 
+@mixed.float32_compute("mse_loss")
 def mse_loss(input, target, reduction="mean"):
     """square(sub(input, target)) reduced; broadcasting (with torch's warning)."""
     fn = "mse_loss"
@@ -386,6 +390,7 @@ class _BCEWithLogits(torch.autograd.Function):
         return dx, dy, None, None, None
 
 
+@mixed.float32_compute("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     """torch's numerically stable sigmoid + binary cross entropy; `weight`
     broadcasts to the input, `pos_weight` (weight of the positive term) too,

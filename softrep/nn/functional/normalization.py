@@ -28,6 +28,7 @@ import numbers
 import torch
 
 from ...ops import batching
+from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops import reduction as R
 
@@ -161,6 +162,7 @@ def normalized_shape_dims(fn, input, normalized_shape):
     return shape, tuple(range(input.dim() - k, input.dim()))
 
 
+@mixed.float32_compute("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing `normalized_shape` dims (biased variance), then
     mul(., weight) and add(., bias) elementwise."""
@@ -172,6 +174,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return affine(xhat, weight, bias, shape)
 
 
+@mixed.float32_compute("rms_norm")
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """div(x, sqrt(add(mean(mul(x, x)), eps))) over the trailing dims, then
     mul(., weight); eps None is torch.finfo(dtype).eps, as in torch."""
@@ -187,6 +190,7 @@ def _channel_view(input):
     return (1, input.shape[1]) + (1,) * (input.dim() - 2)
 
 
+@mixed.float32_compute("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Input (N, C, *): normalise each of the `num_groups` groups of C/num_groups
     consecutive channels over (channels of the group, *), elements in row-major
@@ -214,6 +218,7 @@ def _update_running(stat, new, momentum):
         stat.copy_(E.add(E.mul(new, momentum), E.mul(stat, 1.0 - momentum)))
 
 
+@mixed.float32_compute("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Per channel (dim 1) over (N, *).  Training: normalise with the batch's
     mean and biased variance, and update running_mean / running_var (if given)

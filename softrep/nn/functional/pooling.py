@@ -16,6 +16,7 @@ import numbers
 import torch
 
 from ...ops import elementwise as E
+from ...ops import mixed
 from ...ops import reduction as R
 from .sparse import gather_rows
 
@@ -99,6 +100,7 @@ def _order_keys(x):
     return keys.masked_fill(torch.isnan(x), _INT64_MAX)
 
 
+@mixed.float32_compute("max_pool2d")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Largest element of each window, like torch.nn.functional.max_pool2d.
 
@@ -149,6 +151,7 @@ def _window_mean(x, table, divisor):
     return E.div(R.sum(vals, dim=-1), divisor)
 
 
+@mixed.float32_compute("avg_pool2d")
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Window mean, like torch.nn.functional.avg_pool2d: softrep.sum of the KH*KW
@@ -195,6 +198,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return out.squeeze(0) if squeezed else out
 
 
+@mixed.float32_compute("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(input, output_size):
     """Like torch.nn.functional.adaptive_avg_pool2d: output (oh, ow) averages rows
     [floor(oh*H/OH), ceil((oh+1)*H/OH)) and the columns likewise: softrep.sum of

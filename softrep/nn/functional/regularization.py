@@ -13,6 +13,7 @@ import numbers
 import torch
 
 from ...ops import batching
+from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops.generator import check_generator, resolve
 from ...ops.random import bernoulli
@@ -55,17 +56,42 @@ class _DropoutNoise(torch.autograd.Function):
         batching.no_randomness("dropout", info)
 
 
+class _LowPrecisionDropout(torch.autograd.Function):
+    """x * noise for a bfloat16/float16 x and a float32 noise, the exact product
+    rounded once in x's format (a float32 product rounded again could round
+    twice); backward: g * noise, rounded once the same way."""
+
+    @staticmethod
+    def forward(x, noise):
+        return _scaled(x, noise)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[1])
+
+    @staticmethod
+    def backward(ctx, g):
+        (noise,) = ctx.saved_tensors
+        return _LowPrecisionDropout.apply(g, noise), None
+
+
+def _scaled(x, noise):
+    product = E.emulated("mul", (x.detach().to(torch.float32), noise), mixed.LOW_FORMATS[x.dtype])
+    return mixed.exact_cast(product, x.dtype)
+
+
 def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     """torch.nn.functional.dropout with softrep's mask: out = mul_rn(x, noise),
     noise = div_rn(1, fl(1 - p)) where kept and +0 where dropped (so a dropped
     inf or NaN gives NaN, as in torch).  Backward: mul_rn(g, noise).
+    bfloat16/float16 x: the float32 noise, and x * noise rounded once in x's format.
     p = 1 gives mul_rn(x, +0) without a draw; p = 0 or training=False returns
     `input` itself (no draw), as torch does."""
     if not isinstance(input, torch.Tensor):
         raise TypeError(f"softrep.dropout: argument 'input' must be a torch.Tensor, got {type(input).__name__}")
-    if input.dtype not in (torch.float32, torch.float64):
+    if input.dtype not in (torch.float32, torch.float64) + mixed.LOW_DTYPES:
         raise TypeError(f"softrep.dropout: argument 'input' has dtype {input.dtype}; "
-                        "expected torch.float32 or torch.float64")
+                        "expected torch.float32, torch.float64, torch.bfloat16 or torch.float16")
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"softrep.dropout: argument 'p' must be a number, got {type(p).__name__}")
     p = float(p)
@@ -77,11 +103,14 @@ def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     check_generator("dropout", generator)
     if not training or p == 0.0 or input.numel() == 0:
         return input
+    low = mixed.is_low(input)
+    # bfloat16/float16: the float32 mask and scale (the same draw as a float32 input)
+    like = input.detach().to(torch.float32) if low else input
     if p == 1.0:
-        noise = torch.zeros((), dtype=input.dtype, device=input.device)
+        noise = torch.zeros((), dtype=like.dtype, device=input.device)
     else:
-        noise = _DropoutNoise.apply(input, p, resolve("dropout", generator))
-    out = E.mul(input, noise)
+        noise = _DropoutNoise.apply(like, p, resolve("dropout", generator))
+    out = _LowPrecisionDropout.apply(input, noise) if low else E.mul(input, noise)
     return input.copy_(out) if inplace else out
 
 

@@ -17,6 +17,7 @@ any order are made of softrep ops.
 import torch
 
 from ...ops import batching
+from ...ops import mixed
 from ...ops import reduction as R
 
 
@@ -187,6 +188,7 @@ def _reject(name, value, default, why):
                                   f"use the default {default!r}")
 
 
+@mixed.float32_compute("embedding")
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """weight[input], like torch.nn.functional.embedding.
