@@ -298,6 +298,13 @@ class ExpandParam(torch.autograd.Function):
         partials = per.reshape(n, *ctx.param.shape)
         return param_grad(ctx.fn, ctx.name, ctx.param, partials), None, None, None, None
 
+    @staticmethod
+    def vmap(info, in_dims, param, view, shape, fn, name):
+        # values only moved: each vmapped sample's parameter expanded on its own
+        size = info.batch_size
+        p = param.movedim(in_dims[0], 0) if in_dims[0] is not None else param.expand(size, *param.shape)
+        return p.reshape(size, *view).expand(size, *shape), 0
+
 
 def expand_param(fn, name, param, view, like):
     """`param` reshaped to `view` (view[0] == 1) and broadcast to `like`'s shape,

@@ -169,10 +169,13 @@ class Conv2dFunction(torch.autograd.Function):
                 F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
             cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
             partials = bmm(g_s, cols.transpose(1, 2)).reshape(n, *w.shape)
-            gw = batchtree.param_grad("conv2d", "weight", ctx.weight, partials)
+            # the weight as the forward got it (softrep.tools.dispatch calls this
+            # backward with a context of saved tensors only)
+            gw = batchtree.param_grad("conv2d", "weight", getattr(ctx, "weight", w), partials)
         if has_bias and ctx.needs_input_grad[2]:
             # each sample's softrep.sum over (oh, ow), then the batch tree over n
-            gb = batchtree.param_grad("conv2d", "bias", ctx.bias, summation.sum(g, (2, 3)))
+            per_sample = summation.sum(g, (2, 3))
+            gb = batchtree.param_grad("conv2d", "bias", getattr(ctx, "bias", per_sample[0]), per_sample)
         return gx, gw, gb, None, None, None, None
 
     @staticmethod
