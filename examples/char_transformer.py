@@ -37,13 +37,13 @@ SAMPLE_LENGTH = int(os.environ.get("SOFTREP_EXAMPLE_BATCHES", 80))
 REFERENCE = {
     STEPS: {
         "initial model": "51655330bdd2f84d10ac7f3e4eab79be7ad923aef22d605b28b4381331e02ff0",
-        "trained model": "0aec4d7b9ff45da60d6ac0fa199381b430ddfc4b9cc74b934ca89446db3781f6",
-        "last logits": "328c91ffbb1f1e107ffc7200f797c48b680a1391e262fa7cce8cc1fb3a08a828",
+        "trained model": "1fadb934a36fa14b19f5a1cd12b8e86f0e00b446b5eeb7c102ba58adbcb41d13",
+        "last logits": "af6f1afcea13af71c1b1e8d5f9829f7653cc349ba4b4022ab7ee235824dc2921",
     },
     SHORT_STEPS: {
         "initial model": "51655330bdd2f84d10ac7f3e4eab79be7ad923aef22d605b28b4381331e02ff0",
-        "trained model": "d9ad7d4a91895faa42edc348f7d36e93c8d22e909e212a6fcd3bbeb8381eda46",
-        "last logits": "647f96d3a38d50511ab41506282eac38b3373b431ed24bc4d85836ed7f756d07",
+        "trained model": "b63d63cd4275debfb10f2eec72854d2336f1aa4e52456542067ceadcbe27d892",
+        "last logits": "def08184adbfe8741ac8cfc99306d04c3d8b816765800f0c253e4e91d5b203e0",
     },
 }
 

@@ -100,6 +100,17 @@ def documented_sum(terms, add=lambda a, b: a + b, empty=None):
     return partials[0]
 
 
+def batch_tree(partials, add=lambda a, b: a + b):
+    """The batch order of docs/order.md: per-sample partials added pairwise,
+    level by level, an odd last node moving up unchanged (node (L, j) covers
+    the samples [j 2^L, (j+1) 2^L))."""
+    level = list(partials)
+    while len(level) > 1:
+        nxt = [add(level[2 * i], level[2 * i + 1]) for i in range(len(level) // 2)]
+        level = nxt + (level[-1:] if len(level) % 2 else [])
+    return level[0]
+
+
 def correctly_rounded_f32(name, x):
     """float32 name(x) rounded once to nearest: MPFR in IEEE binary32 (sigmoid,
     which gmpy2 lacks, from the verifier's MPFR evaluation)."""

@@ -21,7 +21,7 @@ LAYERS = [
     ("cpu", "cuda"),
     ("ops",),
     ("nn", "optim"),
-    ("tools",),
+    ("tools", "distributed"),
 ]
 
 

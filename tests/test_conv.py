@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from softrep.ops import conv as C
 from golden import check, normal_tensor
+from references import batch_tree
 
 DTYPES = (torch.float32, torch.float64)
 GOLDEN = "conv.json"
@@ -95,14 +96,17 @@ def oracle_conv2d(x, w, bias, stride, pads, dil, groups):
                 for c in range(c_g):
                     for a in range(kh):
                         for e in range(kw):
-                            acc = gmpy2.mpfr(0)
+                            per = []  # the batch order: a chain per sample, then the tree
                             for b in range(n):
+                                acc = gmpy2.mpfr(0)
                                 for i in range(oh):
                                     for j in range(ow):
                                         acc = gmpy2.fma(gm[b, co, i, j], xpad(b, grp * c_g + c, i * stride[0] + a * dil[0],
                                                                                 j * stride[1] + e * dil[1]), acc)
-                            gw[co, c, a, e] = float(acc)
-                gb[co] = oracle_sum([gm[b, co, i, j] for b in range(n) for i in range(oh) for j in range(ow)])
+                                per.append(acc)
+                            gw[co, c, a, e] = float(batch_tree(per))
+                gb[co] = float(batch_tree([gmpy2.mpfr(oracle_sum([gm[b, co, i, j] for i in range(oh)
+                                                                  for j in range(ow)])) for b in range(n)]))
         t = lambda a: torch.from_numpy(a).to(dtype)  # noqa: E731
         return t(gx), t(gw), t(gb)
 

@@ -353,6 +353,9 @@ def _explicit_script():
     return torch.nn.Sequential(layers[0], torch.nn.Tanh(), torch.nn.Dropout(0.25), layers[1])
 
 
+@pytest.mark.xfail(strict=True, reason="under the reproducible mode torch's linear backward reaches softrep as "
+                   "aten.mm (one chain over all rows), while softrep.linear's weight and bias gradients follow "
+                   "the batch order (docs/order.md); the mode does not see the sample dim")
 def test_plain_torch_training_loop_equals_the_explicit_softrep_api():
     with softrep.reproducible(strict=True) as mode:
         model = _plain_script()

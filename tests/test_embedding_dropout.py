@@ -20,7 +20,7 @@ from softrep.nn.functional.regularization import dropout
 from softrep.nn.functional.sparse import embedding
 
 from golden import check, normal_tensor
-from references import mpfr_op
+from references import batch_tree, mpfr_op
 from test_pooling import bits, doc_sum, wide_values
 
 
@@ -60,7 +60,10 @@ def test_embedding_backward_exact(padding_idx):
         if r == padding_idx:
             continue
         for d in range(D):
-            expect[r, d] = doc_sum([flat_g[i, d] for i in range(flat_idx.size) if flat_idx[i] == r])
+            # the batch order: each sample's documented sum (+0 if it never holds r), then the tree
+            per = [doc_sum([g[s, i, d] for i in range(idx.shape[1]) if idx[s, i] == r]) for s in range(4)]
+            expect[r, d] = batch_tree([np.float32(0.0) if p is None else p for p in per],
+                                      add=lambda a, b: mpfr_op("add", (a, b), np.float32))
     assert np.array_equal(bits(grad), expect.view(np.uint32))
     ref = torch.zeros(V, D, dtype=torch.float64).index_add_(
         0, torch.from_numpy(flat_idx), torch.from_numpy(flat_g).double())

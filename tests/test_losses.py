@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import softrep
 from golden import check, from_bits, normal_tensor
-from references import documented_sum, correctly_rounded_f32, mpfr_op
+from references import batch_tree, documented_sum, correctly_rounded_f32, mpfr_op
 
 GOLDEN = "losses.json"
 
@@ -43,6 +43,11 @@ def doc_sum(terms):
     return documented_sum(terms, add=lambda a, b: op("add", a, b), empty=np.float32(0.0))
 
 
+def tree_sum(partials):
+    """The batch order's tree over per-sample partials (docs/order.md)."""
+    return batch_tree(partials, add=lambda a, b: op("add", a, b))
+
+
 def neg(v):
     return np.float32(-v)
 
@@ -62,12 +67,12 @@ def emulate_cross_entropy(x, t, w, ignore, smoothing):
     kept = [int(ti) != ignore for ti in t]
     w_t = [w[ti] if k else np.float32(0.0) for ti, k in zip(t, kept)]
     loss = [neg(op("mul", lp[ti], wt)) if k else np.float32(0.0) for lp, ti, wt, k in zip(logp, t, w_t, kept)]
-    total = doc_sum(w_t)
-    nll = op("div", doc_sum(loss), total)
+    total = tree_sum(w_t)  # one position per sample: the partials are the terms
+    nll = op("div", tree_sum(loss), total)
     if smoothing:
         smooth = [neg(doc_sum([op("mul", lp[j], w[j]) for j in range(c)])) if k else np.float32(0.0)
                   for lp, k in zip(logp, kept)]
-        ret = op("div", doc_sum(smooth), total)
+        ret = op("div", tree_sum(smooth), total)
         return op("add", op("mul", nll, np.float32(1.0 - smoothing)),
                   op("mul", ret, np.float32(smoothing / c))), None
     # backward for g = 1: coef = mul(neg(div(1, total)), w_t) at the target class,
@@ -115,7 +120,8 @@ def test_bce_with_logits_bits_against_mpfr():
         t = op("mul", pv, yv)
         d = op("sub", op("mul", op("sub", op("add", t, one), yv), cr("sigmoid", xv)), t)
         grads.append(op("div", op("mul", op("mul", d, one), wv), numel))
-    assert same_bits(loss, op("div", doc_sum(losses), numel))
+    per_sample = [doc_sum(losses[3 * s:3 * s + 3]) for s in range(4)]
+    assert same_bits(loss, op("div", tree_sum(per_sample), numel))
     assert same_bits(xg.grad, np.array(grads, np.float32).reshape(4, 3))
 
 
@@ -123,8 +129,8 @@ def test_mse_bits_against_mpfr():
     x, y = normal_tensor(6, (200,)), normal_tensor(7, (200,))
     xs, ys = x.numpy(), y.numpy()
     sq = [op("mul", d, d) for d in (op("sub", a, b) for a, b in zip(xs, ys))]
-    assert same_bits(softrep.mse_loss(x, y), op("div", doc_sum(sq), np.float32(200)))
-    assert same_bits(softrep.mse_loss(x, y, reduction="sum"), doc_sum(sq))
+    assert same_bits(softrep.mse_loss(x, y), op("div", tree_sum(sq), np.float32(200)))
+    assert same_bits(softrep.mse_loss(x, y, reduction="sum"), tree_sum(sq))
 
 
 # ------------------------------------------------------------- maths against torch

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 import softrep
 from golden import check, normal_tensor
-from references import documented_sum, mpfr_op
+from references import batch_tree, documented_sum, mpfr_op
 
 GOLDEN = "normalization.json"
 
@@ -37,6 +37,10 @@ def op(name, *args):
 
 def doc_sum(terms):
     return documented_sum(terms, add=lambda a, b: op("add", a, b), empty=np.float32(0.0))
+
+
+def tree_sum(partials):
+    return batch_tree(partials, add=lambda a, b: op("add", a, b))
 
 
 def emulate_normalize(row, eps, center):
@@ -76,8 +80,9 @@ def emulate_rows(x, g, w, b, eps, center):
         gxhat = [op("mul", gv, wv) for gv, wv in zip(grow, w)] if w is not None else list(grow)
         gx.append(emulate_normalize_backward(gxhat, xhat, s, center))
     cols = range(x.shape[1])
-    gw = [doc_sum([op("mul", g[r][j], xhats[r][j]) for r in range(len(x))]) for j in cols]
-    gb = [doc_sum([g[r][j] for r in range(len(x))]) for j in cols]
+    # each row is a sample (dim 0): its partial is its own term, then the batch tree
+    gw = [tree_sum([op("mul", g[r][j], xhats[r][j]) for r in range(len(x))]) for j in cols]
+    gb = [tree_sum([g[r][j] for r in range(len(x))]) for j in cols]
     return (np.array(out, np.float32), np.array(gx, np.float32),
             np.array(gw, np.float32), np.array(gb, np.float32))
 
@@ -127,15 +132,20 @@ def test_group_norm_bits_against_mpfr():
     assert same_bits(out, expect.reshape(x.shape))
 
 
-def test_batch_statistics_are_softrep_mean_and_var():
-    """The batch statistics are bitwise softrep.mean and softrep.var (unbiased):
-    batch norm's running update with momentum 1 exposes them."""
+def test_batch_statistics_are_the_batch_order():
+    """The batch statistics are per-sample softrep.sum over the positions, the
+    batch tree over the samples, divided by the count (unbiased: n - 1): batch
+    norm's running update with momentum 1 exposes them."""
+    from softrep.ops import batchtree
+
     x = normal_tensor(9, (6, 3, 5), scale=2.0) - 0.7
     rm, rv = torch.full((3,), 7.0), torch.full((3,), 7.0)
     softrep.batch_norm(x, rm, rv, training=True, momentum=1.0)
     # momentum 1: add(mul(stat, 1), mul(old, 0)) = stat
-    assert same_bits(rm, softrep.mean(x, (0, 2)))
-    assert same_bits(rv, softrep.var(x, (0, 2)))
+    m = softrep.div(batchtree.tree_sum(softrep.sum(x, 2)), 30.0)
+    d = softrep.sub(x, m.reshape(1, 3, 1))
+    assert same_bits(rm, m)
+    assert same_bits(rv, softrep.div(batchtree.tree_sum(softrep.sum(softrep.mul(d, d), 2)), 29.0))
 
 
 # ------------------------------------------------------------- batch norm
@@ -147,7 +157,13 @@ def emulate_batch_norm_step(x, rm, rv, momentum, eps):
     new_rm, new_rv, xhat = [], [], np.empty_like(np.moveaxis(x, 1, 0))
     keep, mom = np.float32(1.0 - momentum), np.float32(momentum)
     for k, vals in enumerate(chans):
-        xh, _, m, ss = emulate_normalize(list(vals), eps, True)
+        samples = vals.reshape(x.shape[0], -1)  # the batch order: per sample, then the tree
+        count = np.float32(vals.size)
+        m = op("div", tree_sum([doc_sum(list(r)) for r in samples]), count)
+        d = [[op("sub", v, m) for v in r] for r in samples]
+        ss = tree_sum([doc_sum([op("mul", v, v) for v in r]) for r in d])
+        s = op("sqrt", op("add", op("div", ss, count), np.float32(eps)))
+        xh = [op("div", v, s) for r in d for v in r]
         xhat[k] = np.array(xh, np.float32).reshape(xhat[k].shape)
         unbiased = op("div", ss, np.float32(len(vals) - 1))
         new_rm.append(op("add", op("mul", m, mom), op("mul", rm[k], keep)))

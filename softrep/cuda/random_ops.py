@@ -8,19 +8,19 @@ from .launch import grid
 
 
 @cuda.jit(cache=not SIMULATOR)
-def _rand_f32_kernel(out, key_lo, key_hi, off_lo, off_hi, shift, scale):
+def _rand_f32_kernel(out, key_lo, key_hi, off_lo, off_hi, first, shift, scale):
     key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
     start, step = cuda.grid(1), cuda.gridsize(1)
     for i in range(start, out.size, step):
-        out[i] = rand_f32_element(key, offset, i, shift, scale)
+        out[i] = rand_f32_element(key, offset, first + i, shift, scale)
 
 
 @cuda.jit(cache=not SIMULATOR)
-def _rand_f64_kernel(out, key_lo, key_hi, off_lo, off_hi):
+def _rand_f64_kernel(out, key_lo, key_hi, off_lo, off_hi, first):
     key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
     start, step = cuda.grid(1), cuda.gridsize(1)
     for i in range(start, out.size, step):
-        out[i] = rand_f64_element(key, offset, i)
+        out[i] = rand_f64_element(key, offset, first + i)
 
 
 @cuda.jit(cache=not SIMULATOR)
@@ -31,14 +31,14 @@ def _randn_f32_kernel(out, key_lo, key_hi, off_lo, off_hi):
         out[i] = randn_f32_element(key, offset, i)
 
 
-def rand_f32(stream, out, key_lo, key_hi, off_lo, off_hi, shift, scale):
+def rand_f32(stream, out, key_lo, key_hi, off_lo, off_hi, first, shift, scale):
     blocks, threads = grid(out.size)
-    _rand_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi, shift, scale)
+    _rand_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi, first, shift, scale)
 
 
-def rand_f64(stream, out, key_lo, key_hi, off_lo, off_hi):
+def rand_f64(stream, out, key_lo, key_hi, off_lo, off_hi, first):
     blocks, threads = grid(out.size)
-    _rand_f64_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi)
+    _rand_f64_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi, first)
 
 
 def randn_f32(stream, out, key_lo, key_hi, off_lo, off_hi):
@@ -53,9 +53,10 @@ def _register_audit():
 
     i64 = (types.int64,) * 4
     audit.register("random_ops.rand_f32", lambda: (
-        _rand_f32_kernel.py_func, (types.Array(types.float32, 1, "C"),) + i64 + (types.int64, types.float32)))
+        _rand_f32_kernel.py_func, (types.Array(types.float32, 1, "C"),) + i64 + (types.int64, types.int64,
+                                                                                  types.float32)))
     audit.register("random_ops.rand_f64", lambda: (
-        _rand_f64_kernel.py_func, (types.Array(types.float64, 1, "C"),) + i64))
+        _rand_f64_kernel.py_func, (types.Array(types.float64, 1, "C"),) + i64 + (types.int64,)))
     audit.register("random_ops.randn_f32", lambda: (
         _randn_f32_kernel.py_func, (types.Array(types.float32, 1, "C"),) + i64))
 

@@ -22,10 +22,12 @@ Backward (all products of `softrep.ops.products`, same k order):
   transposed within each group, then cropped to the unpadded input.  Per input
   element: acc = +0, then fma over (co in the group, kh = KH-1 .. 0,
   kw = KW-1 .. 0) with the zero-inserted gradient (zeros are terms too).
-* grad_weight[co, c, kh, kw]: acc = +0, then fma(g[n, co, oh, ow],
-  xpad[n, c, oh*sh + kh*dh, ow*sw + kw*dw], acc) for (n, oh, ow) in row-major order.
-* grad_bias[co]: softrep.sum of g[:, co, :, :] (the documented sum order over
-  the elements in (n, oh, ow) row-major order).
+* grad_weight[co, c, kh, kw]: per sample n, acc = +0, then fma(g[n, co, oh, ow],
+  xpad[n, c, oh*sh + kh*dh, ow*sw + kw*dw], acc) for (oh, ow) in row-major
+  order; the samples' partials are added along the batch tree of
+  docs/order.md ("The batch order"), so no batch split changes a bit.
+* grad_bias[co]: per sample, softrep.sum of g[n, co, :, :] (the documented sum
+  order over (oh, ow)), then the batch tree over n.
 """
 
 import numbers
@@ -33,12 +35,10 @@ import numbers
 import torch
 import torch.nn.functional as F
 
-from . import backend, batching
-from . import mixed
+from . import backend, batching, batchtree, mixed, summation
 from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
 from .products import bmm, check_operands
-from .summation import sum_to_shape
 
 
 def _pair(fn, name, value, dims, minimum):
@@ -91,15 +91,16 @@ def _conv2d_core(xpad, w, bias, stride, dilation, groups):
 
 
 def _im2col(xpad, kernel, stride, dilation, groups):
-    """cols_g (G, Cin/G*KH*KW, N*OH*OW): the values of xpad each output reads, (c, kh, kw) x (n, oh, ow)."""
+    """cols (N * G, Cin/G*KH*KW, OH*OW): for each sample and group, the values of
+    xpad each output reads, (c, kh, kw) x (oh, ow); values only moved."""
     n, c_in, hp, wp = xpad.shape
     kh, kw = kernel
     oh, ow = _out_size(hp, kh, stride[0], dilation[0]), _out_size(wp, kw, stride[1], dilation[1])
     kk = c_in // groups * kh * kw
     if xpad.numel() == 0 or oh * ow == 0:
-        return xpad.new_zeros((groups, kk, n * oh * ow))
+        return xpad.new_zeros((n * groups, kk, oh * ow))
     cols = F.unfold(xpad, (kh, kw), dilation=dilation, stride=stride)  # (N, C*KH*KW, L), moves values only
-    return cols.view(n, groups, kk, oh * ow).permute(1, 2, 0, 3).reshape(groups, kk, n * oh * ow)
+    return cols.reshape(n * groups, kk, oh * ow)
 
 
 def _conv2d_forward(x, w, bias, stride, pads, dilation, groups):
@@ -136,6 +137,7 @@ class Conv2dFunction(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         x, w, bias, stride, pads, dilation, groups = inputs
         ctx.save_for_backward(w, x)
+        ctx.weight, ctx.bias = w, bias
         xpad_shape = (*x.shape[:2], x.shape[2] + sum(pads[0]), x.shape[3] + sum(pads[1]))
         ctx.conf = (x.shape, xpad_shape, stride, pads, dilation, groups, bias is not None)
 
@@ -160,14 +162,20 @@ class Conv2dFunction(torch.autograd.Function):
             gxpad = Conv2dFunction.apply(gz, w_t, None, (1, 1), gz_pads, dilation, groups)
             gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
         if ctx.needs_input_grad[1]:
-            g_g = g.reshape(n, groups, c_out // groups, oh * ow).permute(1, 2, 0, 3).reshape(
-                groups, c_out // groups, n * oh * ow)
+            # per sample (docs/order.md, "The batch order"): one chain over its
+            # (oh, ow) per weight element, then the batch tree over n
+            g_s = g.reshape(n * groups, c_out // groups, oh * ow)
             xpad = x_or_xpad if tuple(x_or_xpad.shape) == tuple(xpad_shape) else \
                 F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
             cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
-            gw = bmm(g_g, cols.transpose(1, 2)).reshape(w.shape)
+            partials = bmm(g_s, cols.transpose(1, 2)).reshape(n, *w.shape)
+            # the weight as the forward got it (softrep.tools.dispatch calls this
+            # backward with a context of saved tensors only)
+            gw = batchtree.param_grad("conv2d", "weight", getattr(ctx, "weight", w), partials)
         if has_bias and ctx.needs_input_grad[2]:
-            gb = sum_to_shape(g, (1, c_out, 1, 1)).reshape(c_out)  # softrep.sum over (n, oh, ow)
+            # each sample's softrep.sum over (oh, ow), then the batch tree over n
+            per_sample = summation.sum(g, (2, 3))
+            gb = batchtree.param_grad("conv2d", "bias", getattr(ctx, "bias", per_sample[0]), per_sample)
         return gx, gw, gb, None, None, None, None
 
     @staticmethod

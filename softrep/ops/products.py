@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 import torch
 
-from . import backend, batching, outputs
+from . import backend, batching, batchtree, outputs
 from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
 from ..cuda import linalg as cuda_linalg
@@ -25,6 +25,7 @@ from .validate import ALL_FLOAT_DTYPES
 from . import lowp
 from . import mixed
 from .elementwise import emulated as emulated_elementwise
+from .summation import sum as _sum_dims
 from .summation import sum_to_shape
 
 
@@ -237,6 +238,68 @@ class _BroadcastBMM(torch.autograd.Function):
         return _broadcast_bmm(*batching.aligned([a, b], in_dims)), 0
 
 
+def _linear_forward(x, weight, bias):
+    w = weight if weight.dim() == 2 else weight.unsqueeze(0)
+    rows = 1
+    for size in x.shape[:-1]:
+        rows *= size
+    x2 = x.reshape(rows, x.shape[-1])
+    out = _mm(x2, w.t(), bias)
+    lead = x.shape[:-1]
+    return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
+
+
+class _Linear(torch.autograd.Function):
+    """linear(x, weight, bias): forward as `_MM` on the rows of x (same bits).
+
+    Backward (docs/order.md, "The batch order"): grad_x = g_rows @ W as in `mm`;
+    dim 0 of x is the sample dim, and the weight's and the bias's gradients are
+    per-sample partials -- for sample s, g_s^T @ x_s (one fma chain over its
+    rows from +0) and the documented sum of its rows of g -- added along the
+    batch tree (`batchtree.param_grad`).  A 1-D x is one sample of one row.
+    vmap: one call per sample."""
+
+    @staticmethod
+    def forward(x, weight, bias):
+        return _linear_forward(x, weight, bias)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, weight, bias = inputs
+        ctx.save_for_backward(x, weight)
+        ctx.weight, ctx.bias = weight, bias
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        w = weight if weight.dim() == 2 else weight.unsqueeze(0)
+        out_features, in_features = w.shape
+        samples = x.shape[0] if x.dim() > 1 else 1
+        rows = 1
+        for size in x.shape[1:-1]:
+            rows *= size
+        x3 = x.reshape(samples, rows, in_features)
+        g3 = g.reshape(samples, rows, out_features)
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = _MM.apply(g3.reshape(-1, out_features), w, None).reshape(x.shape)
+        if ctx.needs_input_grad[1]:
+            partials = _BMM.apply(g3.transpose(1, 2), x3)  # (samples, out, in): a chain over each sample's rows
+            gw = batchtree.param_grad("linear", "weight", ctx.weight, partials.reshape(samples, *weight.shape))
+        if ctx.needs_input_grad[2]:
+            bias = ctx.bias
+            if bias.numel() == out_features:
+                per = g3[:, 0, :] if g3.shape[1] == 1 else _sum_dims(g3, 1)
+            else:  # a single broadcast bias: every row and output of the sample
+                per = _sum_dims(g3, (1, 2))
+            gb = batchtree.param_grad("linear", "bias", bias, per.reshape(samples, *bias.shape))
+        return gx, gw, gb
+
+    @staticmethod
+    def vmap(info, in_dims, x, weight, bias):
+        return batching.per_sample(_linear_forward, info, in_dims, x, weight, bias)
+
+
 # --------------------------------------------------------------------------- low precision
 
 
@@ -385,9 +448,11 @@ def linear(input, weight, bias=None, *, input_format=None, accumulate_format=Non
     the bias is then added by one emulated add (`_emulated_linear`).  float8
     operands (or the scale keywords) route to `scaled_linear`.
 
-    The leading dimensions of `input` are folded into rows, so grad_weight
-    = g^T @ input is one fma chain over all rows in row-major order, and
-    grad_bias is softrep.sum of g over the rows (the documented sum order).
+    The leading dimensions of `input` are folded into rows for the forward.
+    Dim 0 is the sample dim: grad_weight and grad_bias are each sample's
+    partial (g_s^T @ x_s, one fma chain over the sample's rows; the documented
+    sum of its rows of g) added along the batch tree of docs/order.md, so the
+    gradient does not depend on how the batch is split.
     """
     if _float8_call(input, weight, scale_a, scale_b, out_dtype):
         return scaled_linear(input, weight, bias, 1.0 if scale_a is None else scale_a,
@@ -408,13 +473,10 @@ def linear(input, weight, bias=None, *, input_format=None, accumulate_format=Non
         if bias.dim() > 1 or (bias.dim() == 1 and bias.shape[0] not in (1, w.shape[0])):
             raise ValueError(
                 f"softrep.linear: argument 'bias' must have shape ({w.shape[0]},) or (), got {tuple(bias.shape)}")
-    rows = 1
-    for size in input.shape[:-1]:
-        rows *= size
-    x2 = input.reshape(rows, input.shape[-1])
-    out = backend.call(_MM, x2, w.t(), bias)
-    lead = input.shape[:-1]
-    return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
+    batch_slice = batchtree.current()
+    if batch_slice is not None and input.dim() > 1:
+        batch_slice.check_rows("linear", "input", input)
+    return _Linear.apply(input, weight, bias)
 
 
 @mixed.float32_compute("addmm", native_low=True)

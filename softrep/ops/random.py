@@ -47,19 +47,19 @@ def _launch(fn, out, gen, cpu_launcher, cuda_launcher, *args):
     return out
 
 
-def _uniform(fn, shape, dtype, device, gen):
+def _uniform(fn, shape, dtype, device, gen, first=0):
     from ..cpu import random_ops as cpu_ops
     from ..cuda import random_ops as cuda_ops
 
     if dtype == torch.float64:
         out = torch.empty(shape, dtype=torch.float64, device=device)
-        return _launch(fn, out, gen, cpu_ops.rand_f64, cuda_ops.rand_f64)
+        return _launch(fn, out, gen, cpu_ops.rand_f64, cuda_ops.rand_f64, first)
     if dtype not in _UNIFORM_BITS:
         raise TypeError(f"softrep.{fn}: argument 'dtype' must be a floating dtype "
                         f"(float16, bfloat16, float32, float64), got {dtype}")
     bits = _UNIFORM_BITS[dtype]
     out = torch.empty(shape, dtype=torch.float32, device=device)
-    _launch(fn, out, gen, cpu_ops.rand_f32, cuda_ops.rand_f32, 32 - bits, np.float32(2.0**-bits))
+    _launch(fn, out, gen, cpu_ops.rand_f32, cuda_ops.rand_f32, first, 32 - bits, np.float32(2.0**-bits))
     return out.to(dtype)  # exact: the values have at most `bits` significant bits
 
 
@@ -165,6 +165,18 @@ def bernoulli(input, p=None, *, generator=None):
     u = _uniform("bernoulli", tuple(input.shape), dtype, input.device, gen)
     # The comparison is exact: no rounding anywhere after the draw.
     return (u < prob).to(input.dtype)
+
+
+def bernoulli_slice(like, p, first, generator=None):
+    """The elements [first, first + like.numel()) of one `bernoulli(x, p)` draw
+    over a larger x (row-major order), shaped like `like`: element first + i is
+    1 exactly when its uniform draw is below p.  Dropout on a slice of a batch
+    takes its samples' masks this way, so they do not depend on the split."""
+    gen = resolve("bernoulli", generator)
+    dtype = like.dtype if like.dtype.is_floating_point else torch.float32
+    prob = torch.tensor(float(p), dtype=dtype, device=like.device)
+    u = _uniform("bernoulli", tuple(like.shape), dtype, like.device, gen, int(first))
+    return (u < prob).to(like.dtype)
 
 
 # ----------------------------------------------------------------------------- in-place fills

@@ -17,8 +17,7 @@ import warnings
 
 import torch
 
-from ...ops import batching
-from ...ops import mixed
+from ...ops import batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
@@ -54,10 +53,15 @@ def _no_grad_arg(fn, name, t):
                          "with respect to it (as in torch)")
 
 
-def _reduce(loss, reduction):
+def _reduce(fn, loss, reduction):
+    """'sum' and 'mean' of an elementwise loss in the batch order (dim 0 the
+    sample dim, docs/order.md "The batch order"); 'mean' divides by the number
+    of elements of the global batch."""
     if reduction == "none":
         return loss
-    return R.sum(loss) if reduction == "sum" else R.mean(loss)
+    if reduction == "sum":
+        return batchtree.batch_total(fn, loss, "loss")
+    return batchtree.batch_mean(fn, loss, "loss")
 
 
 # ---------------------------------------------------------------- nll_loss
@@ -146,13 +150,34 @@ def gather_targets(fn, logp, target, weight, ignore_index, class_dim):
     return _Targets.apply(target, weight, ignore_index, logp.shape[class_dim], logp.dtype, fn)
 
 
-def _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction):
+def _nll_weight_total(fn, kept, w_t, weighted, class_dim):
+    """The divisor of 'mean': the sum of the kept positions' weights, in the batch
+    order.  In a split batch it must be known before every slice is seen: it is
+    the global number of positions, so class weights and ignored targets raise."""
+    if class_dim == 0:
+        return R.sum(w_t)
+    if batchtree.in_slice():
+        if weighted or not bool(kept.all()):
+            raise ValueError(f"softrep.{fn}: reduction='mean' with class weights or ignored targets divides by a "
+                             "total over the whole global batch, which a split batch (micro-batches, "
+                             "data-parallel ranks) does not know while its first slice runs; use reduction='sum' "
+                             "and divide by your own global total, or no split")
+        return float(batchtree.batch_count(fn, w_t))
+    return batchtree.batch_total(fn, w_t)
+
+
+def _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction, fn="nll_loss", key="loss"):
     picked = logp.gather(class_dim, index.unsqueeze(class_dim)).squeeze(class_dim)
     loss = E.neg(E.mul(picked, w_t) if weighted else picked)
     loss = torch.where(kept, loss, torch.zeros_like(loss))
     if reduction == "none":
         return loss
-    return E.div(R.sum(loss), R.sum(w_t)) if reduction == "mean" else R.sum(loss)
+    if class_dim == 0:  # one sample: no batch
+        return E.div(R.sum(loss), R.sum(w_t)) if reduction == "mean" else R.sum(loss)
+    if reduction == "sum":
+        return batchtree.batch_total(fn, loss, key)
+    total = _nll_weight_total(fn, kept, w_t, weighted, class_dim)
+    return E.div(batchtree.batch_total(fn, loss, key, lambda root: E.div(root, total)), total)
 
 
 class _NLL(torch.autograd.Function):
@@ -163,36 +188,39 @@ class _NLL(torch.autograd.Function):
     (copied) into zeros at the target classes.  vmap: one call per sample."""
 
     @staticmethod
-    def forward(logp, index, kept, w_t, weighted, class_dim, reduction):
-        return _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction)
+    def forward(logp, index, kept, w_t, weighted, class_dim, reduction, fn, key):
+        return _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction, fn, key)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        logp, index, kept, w_t, weighted, class_dim, reduction = inputs
+        logp, index, kept, w_t, weighted, class_dim, reduction, fn, _ = inputs
         ctx.save_for_backward(index, kept, w_t)
-        ctx.meta = (weighted, class_dim, reduction, logp.shape)
+        ctx.meta = (weighted, class_dim, reduction, logp.shape, fn)
 
     @staticmethod
     def backward(ctx, g):
         index, kept, w_t = ctx.saved_tensors
-        weighted, class_dim, reduction, shape = ctx.meta
-        coef = E.neg(E.div(g, R.sum(w_t)) if reduction == "mean" else g)  # the forward's total
+        weighted, class_dim, reduction, shape, fn = ctx.meta
+        if reduction == "mean":  # the forward's total
+            coef = E.neg(E.div(g, _nll_weight_total(fn, kept, w_t, weighted, class_dim)))
+        else:
+            coef = E.neg(g)
         if weighted:
             coef = E.mul(coef, w_t)
         coef = coef.expand(index.shape)
         coef = torch.where(kept, coef, torch.zeros_like(coef))
         grad = torch.zeros(shape, dtype=coef.dtype, device=coef.device)
         grad = grad.scatter(class_dim, index.unsqueeze(class_dim), coef.unsqueeze(class_dim))
-        return grad, None, None, None, None, None, None
+        return grad, None, None, None, None, None, None, None, None
 
     @staticmethod
     def vmap(info, in_dims, *args):
         return batching.per_sample(_nll_forward, info, in_dims, *args)
 
 
-def _nll(fn, logp, target, weight, ignore_index, reduction, class_dim):
+def _nll(fn, logp, target, weight, ignore_index, reduction, class_dim, key="loss"):
     index, kept, w_t = gather_targets(fn, logp, target, weight, ignore_index, class_dim)
-    return _NLL.apply(logp, index, kept, w_t, weight is not None, class_dim, reduction), kept, w_t
+    return _NLL.apply(logp, index, kept, w_t, weight is not None, class_dim, reduction, fn, key), kept, w_t
 
 
 @mixed.float32_compute("nll_loss")
@@ -237,7 +265,9 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     class_dim = _class_layout(fn, input, target)
     _check_class_weight(fn, weight, input, class_dim)
     logp = log_softmax(input, class_dim)
-    nll, kept, w_t = _nll(fn, logp, target, weight, ignore_index, reduction, class_dim)
+    # with label smoothing the loss is two batch totals, so neither is reported as the loss
+    nll, kept, w_t = _nll(fn, logp, target, weight, ignore_index, reduction, class_dim,
+                          "loss" if smoothing == 0.0 else None)
     if smoothing == 0.0:
         return nll
     # torch's label smoothing: (1 - ls) * nll + (ls / C) * smooth, where smooth is
@@ -247,9 +277,13 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     smooth = E.neg(R.sum(terms, class_dim))
     smooth = torch.where(kept, smooth, torch.zeros_like(smooth))
     if reduction == "mean":
-        smooth = E.div(R.sum(smooth), R.sum(w_t))
+        if class_dim == 0:
+            smooth = E.div(R.sum(smooth), R.sum(w_t))
+        else:
+            smooth = E.div(batchtree.batch_total(fn, smooth),
+                           _nll_weight_total(fn, kept, w_t, weight is not None, class_dim))
     elif reduction == "sum":
-        smooth = R.sum(smooth)
+        smooth = R.sum(smooth) if class_dim == 0 else batchtree.batch_total(fn, smooth)
     return E.add(E.mul(nll, 1.0 - smoothing), E.mul(smooth, smoothing / classes))
 
 
@@ -282,10 +316,13 @@ def _cross_entropy_probs(fn, input, target, weight, ignore_index, reduction, smo
         terms = E.mul(terms, weight.reshape(_class_view(input, class_dim)))
     if reduction == "none":
         return E.neg(R.sum(terms, class_dim))
-    total = E.neg(R.sum(terms))
+    if class_dim == 0:
+        total = E.neg(R.sum(terms))
+        return total if reduction == "sum" else E.div(total, float(input.numel() // classes) if classes else 0.0)
+    total = E.neg(batchtree.batch_total(fn, terms))
     if reduction == "sum":
         return total
-    return E.div(total, float(input.numel() // classes) if classes else 0.0)
+    return E.div(total, float(batchtree.batch_count(fn, terms) // classes) if classes else 0.0)
 
 
 # ---------------------------------------------------------------- mse_loss
@@ -300,7 +337,7 @@ def mse_loss(input, target, reduction="mean"):
     if target.shape != input.shape:
         warnings.warn(f"softrep.mse_loss: 'target' size {tuple(target.shape)} differs from 'input' size "
                       f"{tuple(input.shape)}; they are broadcast, which is likely not what you want", stacklevel=2)
-    return _reduce(E.square(E.sub(input, target)), reduction)
+    return _reduce(fn, E.square(E.sub(input, target)), reduction)
 
 
 # ---------------------------------------------------------------- binary_cross_entropy_with_logits
@@ -331,7 +368,7 @@ def _bce_forward(x, y, weight, pos_weight, reduction):
     loss = E.sub(E.mul(E.sub(1.0, y), x), ls)
     if weight is not None:
         loss = E.mul(loss, weight)
-    return _reduce(loss, reduction)
+    return _reduce("binary_cross_entropy_with_logits", loss, reduction)
 
 
 class _BCEWithLogits(torch.autograd.Function):
@@ -370,7 +407,7 @@ class _BCEWithLogits(torch.autograd.Function):
             if weight is not None:
                 grad = E.mul(grad, weight)
             if ctx.reduction == "mean":
-                grad = E.div(grad, float(x.numel()))
+                grad = E.div(grad, float(batchtree.batch_count("binary_cross_entropy_with_logits", x)))
             return grad.expand(x.shape) if grad.shape != x.shape else grad
 
         dx = dy = None

@@ -27,8 +27,7 @@ import numbers
 
 import torch
 
-from ...ops import batching
-from ...ops import mixed
+from ...ops import batching, batchtree, mixed, summation
 from ...ops import elementwise as E
 from ...ops import reduction as R
 
@@ -138,10 +137,20 @@ def _normalize(x, dims, eps, center):
 
 
 def affine(y, weight, bias, view):
+    """mul(y, weight) and add(., bias), weight and bias of shape `view` (the
+    trailing dims of y, or y's dims with 1 where broadcast).  Dim 0 of y is the
+    sample dim when the parameters are broadcast along it: their gradients are
+    per-sample sums then the batch tree (`batchtree.expand_param`)."""
+    full = (1,) * (y.dim() - len(view)) + tuple(view)
+    batched = y.dim() > 0 and full[0] == 1
+
+    def param(name, t):
+        return batchtree.expand_param("normalization", name, t, full, y) if batched else t.reshape(view)
+
     if weight is not None:
-        y = E.mul(y, weight.reshape(view))
+        y = E.mul(y, param("weight", weight))
     if bias is not None:
-        y = E.add(y, bias.reshape(view))
+        y = E.add(y, param("bias", bias))
     return y
 
 
@@ -218,6 +227,62 @@ def _update_running(stat, new, momentum):
         stat.copy_(E.add(E.mul(new, momentum), E.mul(stat, 1.0 - momentum)))
 
 
+def _channel_sums(x):
+    """(n, C): each sample's documented sum over its positions (dims 2, ...) per channel."""
+    return summation.sum(x, tuple(range(2, x.dim()))) if x.dim() > 2 else x
+
+
+def _batch_moments(x, eps):
+    """(xhat, m, ss, s) of batch_norm in training: per channel, each sample's sum
+    over its positions, the batch tree over the samples of the global batch
+    (`batchtree.batch_statistic`), divided by the global count."""
+    fn = "batch_norm"
+    view = _channel_view(x)
+    count = float(batchtree.batch_count(fn, x) // x.shape[1])
+    m = E.div(batchtree.batch_statistic(fn, _channel_sums(x)), count).reshape(view)
+    d = E.sub(x, m)
+    ss = batchtree.batch_statistic(fn, _channel_sums(E.mul(d, d))).reshape(view)
+    s = E.sqrt(E.add(E.div(ss, count), eps))
+    return E.div(d, s), m, ss, s
+
+
+class _BatchNormalize(torch.autograd.Function):
+    """batch_norm's normalisation in training (outputs xhat, m, ss, s; the last
+    three not differentiable).  Every mean over (n, positions) is the batch
+    order's: per-sample sums, the batch tree, div by the global count.
+
+    Backward, g the gradient of xhat:
+        c  = mean(mul(g, xhat))   t = sub(g, mean(g))   dx = div(sub(t, mul(xhat, c)), s)
+    with both means in the batch order (on data-parallel ranks, over every
+    rank's samples).  vmap: each vmapped sample is a batch of its own."""
+
+    @staticmethod
+    def forward(x, eps):
+        return _batch_moments(x, eps)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, ctx.eps = inputs
+        xhat, m, ss, s = output
+        ctx.save_for_backward(x, xhat, s)
+        ctx.mark_non_differentiable(m, ss, s)
+
+    @staticmethod
+    def backward(ctx, g, _gm, _gss, _gs):
+        x, xhat, s = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            xhat, _, _, s = _batch_moments(x, ctx.eps)
+        fn, view = "batch_norm", _channel_view(x)
+        count = float(batchtree.batch_count(fn, x) // x.shape[1])
+        c = E.div(batchtree.batch_statistic(fn, _channel_sums(E.mul(g, xhat))), count).reshape(view)
+        mg = E.div(batchtree.batch_statistic(fn, _channel_sums(g)), count).reshape(view)
+        return E.div(E.sub(E.sub(g, mg), E.mul(xhat, c)), s), None
+
+    @staticmethod
+    def vmap(info, in_dims, x, eps):
+        return batching.per_sample(_batch_moments, info, in_dims, x, eps)
+
+
 @mixed.float32_compute("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Per channel (dim 1) over (N, *).  Training: normalise with the batch's
@@ -244,16 +309,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                              "(training=False)")
         s = E.sqrt(E.add(running_var.reshape(view), eps))
         return affine(E.div(E.sub(input, running_mean.reshape(view)), s), weight, bias, view)
-    n = input.numel() // channels if channels else 0
+    n = batchtree.batch_count(fn, input) // channels if channels else 0
     if n == 1:
         raise ValueError(f"softrep.{fn}: expected more than 1 value per channel when training, got 'input' of "
                          f"shape {tuple(input.shape)}")
-    dims = (0,) + tuple(range(2, input.dim()))
-    xhat, m, ss = _normalize(input, dims, eps, True)
-    if running_mean is not None and m is not None:
+    if input.numel() == 0:
+        return affine(E.mul(input, 1.0), weight, bias, view)
+    xhat, m, ss = _BatchNormalize.apply(input, eps)[:3]
+    if running_mean is not None:
+        count = batchtree.batch_count(fn, input) // channels
         _update_running(running_mean, m.reshape(channels), momentum)
-        # unbiased variance: div(ss, n - 1), bitwise softrep.var(x, dims)
-        _update_running(running_var, E.div(ss.reshape(channels), float(n - 1)), momentum)
+        # unbiased variance: div(ss, n - 1)
+        _update_running(running_var, E.div(ss.reshape(channels), float(count - 1)), momentum)
     return affine(xhat, weight, bias, view)
 
 

@@ -4,19 +4,19 @@
 The mask is `softrep.bernoulli` at probability q = 1 - p: element i (row-major
 index of the input) is kept exactly when u_i < q, u_i the `softrep.rand` value
 of element i for the input's dtype from the generator's (seed, offset).  So
-the mask depends only on (seed, offset, i) -- not on the device, the thread
-count or the batch split -- and one call uses one offset.
+the mask depends only on (seed, offset, i) -- not on the device or the thread
+count -- and one call uses one offset.  In a split batch i is the index in the
+global batch (dim 0 the sample dim), so the masks do not depend on the split.
 """
 
 import numbers
 
 import torch
 
-from ...ops import batching
-from ...ops import mixed
+from ...ops import batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops.generator import check_generator, resolve
-from ...ops.random import bernoulli
+from ...ops.random import bernoulli_slice
 
 
 def dropout_scale(p, dtype):
@@ -28,8 +28,16 @@ def dropout_scale(p, dtype):
 
 def dropout_noise(input, p, generator=None):
     """The multiplier of one dropout call: scale where kept, +0 where dropped
-    (one draw from `generator`, or from the default generator)."""
-    keep = bernoulli(input.detach(), 1.0 - p, generator=generator) != 0
+    (one draw from `generator`, or from the default generator).  In a split
+    batch (softrep.distributed) dim 0 is the sample dim and the slice's
+    elements take the draws of their global positions: sample s of the global
+    batch has the mask of elements s*m .. s*m + m - 1 (m elements per sample)."""
+    first = 0
+    batch_slice = batchtree.current()
+    if batch_slice is not None and input.dim() > 0:
+        batch_slice.check_rows("dropout", "input", input)
+        first = batch_slice.offset * (input.numel() // input.shape[0] if input.shape[0] else 0)
+    keep = bernoulli_slice(input.detach(), 1.0 - p, first, generator=generator) != 0
     scale = dropout_scale(p, input.dtype).to(input.device)
     return torch.where(keep, scale, torch.zeros((), dtype=input.dtype, device=input.device))
 

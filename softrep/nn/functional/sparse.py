@@ -16,8 +16,7 @@ any order are made of softrep ops.
 
 import torch
 
-from ...ops import batching
-from ...ops import mixed
+from ...ops import batching, batchtree, mixed
 from ...ops import reduction as R
 
 
@@ -138,6 +137,39 @@ class _ScatterSumRows(torch.autograd.Function):
                                    num_rows)
 
 
+class _EmbeddingRows(torch.autograd.Function):
+    """weight[index] for an index of `samples` equal runs (dim 0 of embedding's
+    input, the sample dim).  Backward: per sample, each row's gradient rows in
+    source order (`scatter_sum_rows`, +0 for a row the sample does not use),
+    then the batch tree over the samples (docs/order.md, "The batch order").
+    vmap: one call per sample."""
+
+    @staticmethod
+    def forward(table, index, grad_index, fill, samples):
+        return _gather(table, index, fill)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        table, _, grad_index, _, ctx.samples = inputs
+        ctx.table = table
+        ctx.save_for_backward(grad_index)
+
+    @staticmethod
+    def backward(ctx, g):
+        (grad_index,) = ctx.saved_tensors
+        rows, samples = ctx.table.shape[0], ctx.samples
+        per = grad_index.numel() // samples if samples else 0
+        sample = torch.arange(samples, device=grad_index.device).repeat_interleave(per)
+        slot = torch.where(grad_index >= 0, grad_index + sample * rows, grad_index)  # one row block per sample
+        partials = scatter_sum_rows(g, slot, samples * rows).reshape(samples, *ctx.table.shape)
+        return batchtree.param_grad("embedding", "weight", ctx.table, partials), None, None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, table, index, grad_index, fill, samples):
+        return batching.per_sample(lambda t, i, gi, f, n: _gather(t, i, f), info, in_dims, table, index,
+                                   grad_index, fill, samples)
+
+
 def gather_rows(table, index, grad_index=None, fill=-0.0):
     """table (n, D)[index] for an int64 index (m,), with -1 giving a row of `fill`;
     the gradient of table is `scatter_sum_rows(g, grad_index)` (grad_index
@@ -194,9 +226,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     """weight[input], like torch.nn.functional.embedding.
 
     Forward: an exact copy of rows (a NaN is stored as the canonical NaN).
-    Backward (gradient of weight): row r gets the softrep.sum of the gradient rows
-    of the input positions holding r, in row-major order of `input`; rows never
-    used get +0, and `padding_idx` gets +0 (its forward row is still copied).
+    Backward (gradient of weight): dim 0 of a 2-D or larger `input` is the
+    sample dim (a 0-D or 1-D input is one sample).  Per sample, row r gets the
+    softrep.sum of the gradient rows of the sample's positions holding r, in
+    row-major order (+0 when it holds none); the samples' partials are added
+    along the batch tree (docs/order.md, "The batch order").  `padding_idx`
+    gets +0 (its forward row is still copied).
     max_norm (renormalises weight in place), scale_grad_by_freq and sparse are
     not implemented and raise NotImplementedError."""
     if not isinstance(input, torch.Tensor):
@@ -229,7 +264,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         padding_idx %= n
     index = _CheckedIndex.apply(input.reshape(-1).to(torch.int64), n)
     grad_index = index if padding_idx is None else index.masked_fill(index == padding_idx, -1)
-    out = gather_rows(weight, index, grad_index, 0.0)
+    samples = input.shape[0] if input.dim() >= 2 else 1
+    batch_slice = batchtree.current()
+    if batch_slice is not None and input.dim() >= 2:
+        batch_slice.check_rows("embedding", "input", input)
+    out = _EmbeddingRows.apply(weight, index, grad_index, 0.0, samples)
     return out.reshape(*input.shape, weight.shape[1])
 
 

@@ -99,6 +99,16 @@ class MultiheadAttention(torch.nn.MultiheadAttention):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
+        # one packed projection for self-attention given as one tensor (not for
+        # batch-first inputs, which always took three projections)
+        packed = query is key and key is value and not (query.dim() == 3 and self.batch_first)
+        return self._attend(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                            is_causal, self.batch_first, packed)
+
+    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                is_causal, batch_first, packed):
+        # Internal layout (N, L, E): dim 0 is the sample dim of the projections'
+        # weight gradients and of the split-batch order (docs/order.md, "The batch order").
         if is_causal and attn_mask is None:
             raise ValueError("softrep.nn.MultiheadAttention: is_causal=True is a hint and needs 'attn_mask' "
                              "(torch's rule); pass the causal mask")
@@ -110,17 +120,17 @@ class MultiheadAttention(torch.nn.MultiheadAttention):
         if key.dim() != query.dim() or value.dim() != query.dim():
             raise ValueError("softrep.nn.MultiheadAttention: 'query', 'key' and 'value' must all be batched "
                              "(3-D) or all unbatched (2-D)")
+        packed = packed and self._qkv_same_embed_dim
         if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
             if attn_mask is not None and attn_mask.dim() == 3:
                 attn_mask = attn_mask.unsqueeze(0).flatten(0, 1)
-        elif self.batch_first:
-            # internal layout (L, N, E), torch's
+        elif not batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        tgt_len, bsz, embed_dim = query.shape
-        src_len = key.shape[0]
+        bsz, tgt_len, embed_dim = query.shape
+        src_len = key.shape[1]
         if embed_dim != self.embed_dim:
             raise ValueError(f"softrep.nn.MultiheadAttention: argument 'query' has embedding size {embed_dim}, "
                              f"expected embed_dim={self.embed_dim}")
@@ -133,7 +143,7 @@ class MultiheadAttention(torch.nn.MultiheadAttention):
         b_q = b_k = b_v = None
         if self.in_proj_bias is not None:
             b_q, b_k, b_v = self.in_proj_bias.chunk(3)
-        if self._qkv_same_embed_dim and query is key and key is value:
+        if packed:
             # self-attention: one packed projection, so the input is used once and its
             # gradient is one product, not three torch-accumulated ones
             q, k, v = F.linear(query, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
@@ -142,8 +152,8 @@ class MultiheadAttention(torch.nn.MultiheadAttention):
             k = F.linear(key, w_k, b_k)
             v = F.linear(value, w_v, b_v)
 
-        def split_heads(t, length):  # (length, N, E) -> (N, H, length, D), a view
-            return t.reshape(length, bsz, heads, head_dim).permute(1, 2, 0, 3)
+        def split_heads(t, length):  # (N, length, E) -> (N, H, length, D), a view
+            return t.reshape(bsz, length, heads, head_dim).permute(0, 2, 1, 3)
 
         q, k, v = split_heads(q, tgt_len), split_heads(k, src_len), split_heads(v, src_len)
 
@@ -173,11 +183,11 @@ class MultiheadAttention(torch.nn.MultiheadAttention):
         if self.training and self.dropout > 0.0:
             weights = F.dropout(weights, p=self.dropout, training=True, generator=generator_of(self))
         out = matmul(weights, v)  # (N, H, L, D)
-        out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
+        out = out.permute(0, 2, 1, 3).reshape(bsz, tgt_len, embed_dim)
         out = F.linear(out, self.out_proj.weight, self.out_proj.bias)
         if not batched:
-            out = out.squeeze(1)
-        elif self.batch_first:
+            out = out.squeeze(0)
+        elif not batch_first:
             out = out.transpose(0, 1)
         if not need_weights:
             return out, None
@@ -252,15 +262,32 @@ class TransformerEncoderLayer(torch.nn.TransformerEncoderLayer):
         if not isinstance(self.activation, torch.nn.Module):
             self.activation = softrep_activation(self.activation)
 
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        # x is (N, L, E) here (see forward); one packed projection unless the layer is batch-first
+        packed = not self.self_attn.batch_first or self._unbatched
+        x = self.self_attn._attend(x, x, x, key_padding_mask, False, attn_mask, True, is_causal, True, packed)[0]
+        return self.dropout1(x)
+
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        x = src
+        # The blocks run on (N, L, E), whatever batch_first: dim 0 is the sample dim
+        # of the weight gradients, LayerNorm's and the dropout masks in a split batch
+        # (docs/order.md, "The batch order").  Only values move.
+        self._unbatched = src.dim() == 2
+        if self._unbatched:
+            x = src.unsqueeze(0)
+            if src_key_padding_mask is not None:
+                src_key_padding_mask = src_key_padding_mask.unsqueeze(0)
+        else:
+            x = src if self.self_attn.batch_first else src.transpose(0, 1)
         if self.norm_first:
             x = E.add(x, self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal))
             x = E.add(x, self._ff_block(self.norm2(x)))
         else:
             x = self.norm1(E.add(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal)))
             x = self.norm2(E.add(x, self._ff_block(x)))
-        return x
+        if self._unbatched:
+            return x.squeeze(0)
+        return x if self.self_attn.batch_first else x.transpose(0, 1)
 
 
 class TransformerEncoder(torch.nn.TransformerEncoder):
