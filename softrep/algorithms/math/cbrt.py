@@ -24,8 +24,8 @@ import numpy as np
 
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import WINDOW_HI, WINDOW_LO, abs32, neg32, round_if_safe, signbit32, two_prod
-from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, wide,
-                      wide_cmp, wide_mul, wide_shl, with_exponent)
+from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
+from .wide_int import wide, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
 
 F64 = np.float64
@@ -81,7 +81,7 @@ def cbrt_f32(x):
 #   So |y0 + c - v| < 2^-100 v; the bracket uses 2^-98.
 # Decision: v > m  <=>  a > m^3  <=>  A 2^(ka - 3 km) > M^3 (a = A 2^ka,
 # m = M 2^km).  M^3 < 2^162 is within 2^-96 of A 2^(ka - 3km) relatively, so
-# the shift is at least 106 and both sides fit 192 bits.  A tie needs
+# the shift is at least 106 and both sides stay below 2^192 (of the 320 bits).  A tie needs
 # a = m^3 with M > 1 odd: M^3 has more than 53 significant bits, impossible.
 
 NAN64 = F64(np.nan)

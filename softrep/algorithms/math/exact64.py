@@ -19,9 +19,9 @@ is then the overflow threshold 2^1024 - 2^970), and stop at r when v is below
 it (`settle`: on a tie, the even one).  Each function compares v with m
 exactly, as integers: v^2 x against 1 (rsqrt), v^3 against x (cbrt), v^2
 against x^2 + y^2 (hypot), with every factor an integer of at most 54 bits
-times a power of two.  The products have at most 192 bits, held in six 32-bit
-limbs of uint64 words (`Wide`): the comparison has no error term, so these
-functions need neither a hard-case search nor a table.
+times a power of two.  The products have fewer than 192 bits (wide_int.py's
+integers hold 320): the comparison has no error term, so these functions need
+neither a hard-case search nor a table.
 
 All integer arithmetic stays in uint64 (a mix of uint64 and int64 would be
 promoted to float64 by Numba).
@@ -35,92 +35,10 @@ F64 = np.float64
 U64 = np.uint64
 _Z = U64(0)
 _ONE = U64(1)
-_M32 = U64(0xFFFFFFFF)
-_S32 = U64(32)
 _S52 = U64(52)
 _MANT = U64(0x000FFFFFFFFFFFFF)
 _HIDDEN = U64(0x0010000000000000)
 _EXP = U64(0x7FF)
-
-
-# --------------------------------------------------------------------------- 192-bit integers
-# A Wide is a tuple of six uint64 limbs (l0, ..., l5), each below 2^32, least
-# significant first: the value sum l_i 2^(32 i).  Products of a limb by a limb
-# (< 2^64 - 2^33 + 1) plus two limbs' worth of carry stay below 2^64.
-
-@jitable
-def wide(u):
-    """The Wide of a uint64 u."""
-    return (u & _M32, u >> _S32, _Z, _Z, _Z, _Z)
-
-
-@jitable
-def _mul_limb(w, d):
-    """w * d for a limb d < 2^32, modulo 2^192 (callers keep products below)."""
-    p = w[0] * d
-    r0 = p & _M32
-    p = w[1] * d + (p >> _S32)
-    r1 = p & _M32
-    p = w[2] * d + (p >> _S32)
-    r2 = p & _M32
-    p = w[3] * d + (p >> _S32)
-    r3 = p & _M32
-    p = w[4] * d + (p >> _S32)
-    r4 = p & _M32
-    p = w[5] * d + (p >> _S32)
-    return (r0, r1, r2, r3, r4, p & _M32)
-
-
-@jitable
-def wide_add(a, b):
-    """a + b modulo 2^192."""
-    s = a[0] + b[0]
-    r0 = s & _M32
-    s = a[1] + b[1] + (s >> _S32)
-    r1 = s & _M32
-    s = a[2] + b[2] + (s >> _S32)
-    r2 = s & _M32
-    s = a[3] + b[3] + (s >> _S32)
-    r3 = s & _M32
-    s = a[4] + b[4] + (s >> _S32)
-    r4 = s & _M32
-    s = a[5] + b[5] + (s >> _S32)
-    return (r0, r1, r2, r3, r4, s & _M32)
-
-
-@jitable
-def wide_mul(w, u):
-    """w * u for a uint64 u, modulo 2^192: w u0 + (w u1) 2^32 with u = u0 + u1 2^32."""
-    lo = _mul_limb(w, u & _M32)
-    hi = _mul_limb(w, u >> _S32)
-    return wide_add(lo, (_Z, hi[0], hi[1], hi[2], hi[3], hi[4]))
-
-
-@jitable
-def wide_shl(w, k):
-    """w * 2^k modulo 2^192, for 0 <= k < 192: whole limbs first, then bits."""
-    r = w
-    for _ in range(k // 32):
-        r = (_Z, r[0], r[1], r[2], r[3], r[4])
-    b = U64(k % 32)
-    if b != _Z:
-        c = U64(32) - b
-        r = ((r[0] << b) & _M32,
-             ((r[1] << b) | (r[0] >> c)) & _M32,
-             ((r[2] << b) | (r[1] >> c)) & _M32,
-             ((r[3] << b) | (r[2] >> c)) & _M32,
-             ((r[4] << b) | (r[3] >> c)) & _M32,
-             ((r[5] << b) | (r[4] >> c)) & _M32)
-    return r
-
-
-@jitable
-def wide_cmp(a, b):
-    """-1, 0 or 1 as a < b, a == b, a > b (limbs compared from the most significant)."""
-    for i in range(5, -1, -1):
-        if a[i] != b[i]:
-            return 1 if a[i] > b[i] else -1
-    return 0
 
 
 # --------------------------------------------------------------------------- doubles as integers

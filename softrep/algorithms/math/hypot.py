@@ -22,8 +22,8 @@ import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, sqrt_rn, sub_rn
 from .core import WINDOW_HI, WINDOW_LO, abs32, dd_add, round_if_safe, two_prod
-from .exact64 import (bracket, bracket_outward, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, wide,
-                      wide_add, wide_cmp, wide_mul, wide_shl)
+from .exact64 import (bracket, bracket_outward, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid)
+from .wide_int import wide, wide_add, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
 
 F64 = np.float64
@@ -88,7 +88,7 @@ def hypot_f32(x, y):
 # with a = A 2^ea, b = B 2^eb, m = M 2^km.  Since b > 2^-28 a, ea - eb < 29;
 # the lower window end is at least the double below a, so km >= ea - 2, and
 # m < 1.5 a gives km <= ea + 1.  The terms are below 2^164, 2^106 and 2^170:
-# the 192-bit integers hold them.  Ties (a^2 + b^2 = m^2 exactly) exist
+# the 320-bit integers hold them.  Ties (a^2 + b^2 = m^2 exactly) exist
 # (scaled Pythagorean triples) and go to the even double; m = 2^1024 - 2^970
 # (the overflow threshold, lower end DBL_MAX) ties to inf, as IEEE rounding does.
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from ...primitives.rounding import div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
 from .core import WINDOW_HI, WINDOW_LO, round_if_safe, two_prod
-from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, wide,
-                      wide_cmp, wide_mul, wide_shl, with_exponent)
+from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
+from .wide_int import wide, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
 
 F64 = np.float64
@@ -74,7 +74,7 @@ def rsqrt_f32(x):
 # Decision (exact64.py) against the midpoint m after a candidate double:
 # v > m  <=>  m^2 x < 1  <=>  M^2 X < 2^p  (m = M 2^km, x = X 2^kx, p = -(2 km + kx)).
 # M^2 X is within 2^-96 of 2^p relatively, so 106 <= p <= 161: the integers
-# fit the 192-bit comparison.  A tie needs M^2 X = 2^p with M > 1 odd:
+# fit the 320-bit comparison.  A tie needs M^2 X = 2^p with M > 1 odd:
 # impossible.
 
 NAN64 = F64(np.nan)
