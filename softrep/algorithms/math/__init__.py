@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .atan import atan_f32
 from .cbrt import cbrt_f32, cbrt_f64
-from .cos import cos_f32
+from .cos import cos_f32, cos_f64
 from .cosh import cosh_f32
 from .erf import erf_f32
 from .erfc import erfc_f32
@@ -36,9 +36,9 @@ from .log2 import log2_f32
 from .pow import pow_f32
 from .rsqrt import rsqrt_f32, rsqrt_f64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast
-from .sin import sin_f32
+from .sin import sin_f32, sin_f64
 from .sinh import sinh_f32
-from .tan import tan_f32
+from .tan import tan_f32, tan_f64
 from .tanh import tanh_f32, tanh_f64, tanh_fast
 
 
@@ -56,7 +56,7 @@ class MathKernel:
 KERNELS = {k.name: k for k in (
     MathKernel("atan", 1, atan_f32),
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64),
-    MathKernel("cos", 1, cos_f32),
+    MathKernel("cos", 1, cos_f32, cos_f64),
     MathKernel("cosh", 1, cosh_f32),
     MathKernel("erf", 1, erf_f32),
     MathKernel("erfc", 1, erfc_f32),
@@ -72,9 +72,9 @@ KERNELS = {k.name: k for k in (
     MathKernel("pow", 2, pow_f32),
     MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64),
     MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast),
-    MathKernel("sin", 1, sin_f32),
+    MathKernel("sin", 1, sin_f32, sin_f64),
     MathKernel("sinh", 1, sinh_f32),
-    MathKernel("tan", 1, tan_f32),
+    MathKernel("tan", 1, tan_f32, tan_f64),
     MathKernel("tanh", 1, tanh_f32, tanh_f64, tanh_fast),
 )}
 

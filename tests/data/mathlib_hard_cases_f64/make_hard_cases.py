@@ -11,7 +11,9 @@ MPFR at 320 bits decides.  Each line written is
 
     input_bits [input2_bits] correctly_rounded_bits distance_in_ulps
 
-with 16 hex digits per double and the signed distance from the boundary in
+(for odd and even functions the input |x| only; for rsqrt, which is NaN
+below 0, and the others, the sign follows from |x|'s line) with 16 hex
+digits per double and the signed distance from the boundary in
 ulps of the result.  Nothing here depends on softrep.
 """
 
@@ -22,6 +24,9 @@ import gmpy2
 
 MPFR = {"rsqrt": gmpy2.rec_sqrt, "cbrt": gmpy2.cbrt, "hypot": gmpy2.hypot, "sin": gmpy2.sin, "cos": gmpy2.cos,
         "tan": gmpy2.tan, "atan": gmpy2.atan, "erf": gmpy2.erf, "erfc": gmpy2.erfc}
+
+
+SYMMETRIC = ("rsqrt", "cbrt", "sin", "cos", "tan", "atan", "erf")
 
 
 def bits(v):
@@ -56,8 +61,11 @@ def main(name, path):
         if not line or "nan" in line or "inf" in line:
             continue  # special values: tested as such, not hard to round
         xs = [float.fromhex(t) for t in line.replace(",", " ").split()]
-        # both signs of one-argument inputs (odd and even functions); pairs as listed
-        for signs in ((1,), (-1,)) if len(xs) == 1 else ((1, 1),):
+        # odd and even functions: |x| only (the tests apply both signs); erfc: both signs;
+        # pairs as listed
+        if name in SYMMETRIC:
+            xs = [abs(x) for x in xs]
+        for signs in ((1,), (-1,)) if name == "erfc" else ((1,) * len(xs),):
             args = [gmpy2.mpfr(s * x) for s, x in zip(signs, xs)]
             r = rounded(f, args)
             if r != r:
