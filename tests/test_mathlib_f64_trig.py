@@ -23,7 +23,7 @@ import torch
 import softrep
 from softrep.algorithms.math import trig64
 from softrep.algorithms.math.trig64 import (COS, SIN, TAN, reduce_cody_waite, reduce_payne_hanek, sincos_dd,
-                                            trig_f64)
+                                            trig_accurate64)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden import bit_pattern_tensor, check, normal_tensor  # noqa: E402
@@ -90,9 +90,9 @@ def test_hard_cases_hold_mpfr_values():
 
 
 @numba.njit
-def _trig_many(xs, which, fast, out):
+def _accurate_many(xs, which, out):
     for i in range(xs.size):
-        out[i] = trig_f64(xs[i], which, fast)
+        out[i] = trig_accurate64(xs[i], which)
 
 
 def test_accurate_path_alone():
@@ -101,7 +101,7 @@ def test_accurate_path_alone():
     xs = xs[np.isfinite(xs)]
     for name in NAMES:
         out = np.empty(xs.size)
-        _trig_many(xs, WHICH[name], False, out)
+        _accurate_many(xs, WHICH[name], out)
         assert_bits(name, out.view(np.uint64), references(name, xs), xs)
 
 

@@ -92,15 +92,15 @@ REL_2M98 = F64(2.0**-98)
 
 
 @jitable
-def cbrt_f64_window(x, rel):
-    """cbrt_f64 with the bracket's relative half-width as a parameter (any
-    2^-98 <= rel <= 2^-56 gives the same bits; tests widen it to exercise
-    the exact decision)."""
+def _cbrt_ends(x, rel):
+    """(lo, hi, True) with lo <= RN(cbrt |x|) <= hi from the double-double
+    evaluation (bracket half-width rel), or (result, result, False) for NaN,
+    +-0 and +-inf."""
     if x != x:
-        return NAN64
+        return NAN64, NAN64, False
     a = fabs(x)
     if a == ZERO64 or a == INF64:
-        return x
+        return x, x, False
     f, e = split_exponent(a)
     k = e // 3
     am = with_exponent(f, e - 3 * k)
@@ -114,9 +114,18 @@ def cbrt_f64_window(x, rel):
     c = mul_rn(y, mul_rn(delta, fma_rn(delta, NEG_NINTH, THIRD)))
     lo, hi = bracket(y, c, rel)
     scale = pow2_any(k)
-    lo = to_grid(lo, scale)
-    hi = to_grid(hi, scale)
-    aa, ka = significand(a)
+    return to_grid(lo, scale), to_grid(hi, scale), True
+
+
+@jitable
+def cbrt_f64_window(x, rel):
+    """cbrt_f64 with the bracket's relative half-width as a parameter (any
+    2^-98 <= rel <= 2^-56 gives the same bits; tests widen it to exercise
+    the exact decision)."""
+    lo, hi, finite = _cbrt_ends(x, rel)
+    if not finite:
+        return lo
+    aa, ka = significand(fabs(x))
     r = lo
     while r != hi:
         mm, km = midpoint_of(r)
@@ -125,9 +134,15 @@ def cbrt_f64_window(x, rel):
             r = settle(r, c)
             break
         r = next_up(r)
-    if x < ZERO64:
-        return negate(r)
-    return r
+    return negate(r) if x < ZERO64 else r
+
+
+@jitable
+def cbrt_fast64(x):
+    """(cbrt(x) correctly rounded, True) where both ends of the bracket round
+    alike, else (anything, False): the exact decision is needed."""
+    lo, hi, finite = _cbrt_ends(x, REL_2M98)
+    return (negate(lo) if finite and x < ZERO64 else lo), (not finite) or lo == hi
 
 
 @jitable

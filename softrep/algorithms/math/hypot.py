@@ -101,20 +101,20 @@ SUBNORMAL_SCALE = -1021  # a < 2^-1021: the result may be subnormal (v < 2.83 * 
 
 
 @jitable
-def hypot_f64_window(x, y, rel):
-    """hypot_f64 with the bracket's relative half-width as a parameter (any
-    2^-98 <= rel <= 2^-56 gives the same bits; tests widen it to exercise
-    the exact decision)."""
+def _hypot_ends(x, y, rel):
+    """(lo, hi, True) with lo <= RN(hypot) <= hi from the double-double
+    evaluation (bracket half-width rel), or (result, result, False) where the
+    result is known without it (infinities, NaN, b <= 2^-28 a)."""
     a = fabs(x)
     b = fabs(y)
     if a == INF64 or b == INF64:
-        return INF64
+        return INF64, INF64, False
     if x != x or y != y:
-        return NAN64
+        return NAN64, NAN64, False
     if a < b:
         a, b = b, a
     if mul_rn(b, TWO_P28) <= a:
-        return a  # also hypot(+-0, +-0) = +0
+        return a, a, False  # also hypot(+-0, +-0) = +0
     f, e = split_exponent(a)
     e1 = e // 2
     bs = mul_rn(mul_rn(b, pow2_any(-e1)), pow2_any(e1 - e))
@@ -129,8 +129,21 @@ def hypot_f64_window(x, y, rel):
     else:
         lo, hi = bracket(h, l, rel)
     scale = pow2_any(e)
-    lo = to_grid(lo, scale)
-    hi = to_grid(hi, scale)
+    return to_grid(lo, scale), to_grid(hi, scale), True
+
+
+@jitable
+def hypot_f64_window(x, y, rel):
+    """hypot_f64 with the bracket's relative half-width as a parameter (any
+    2^-98 <= rel <= 2^-56 gives the same bits; tests widen it to exercise
+    the exact decision)."""
+    lo, hi, finite = _hypot_ends(x, y, rel)
+    if not finite:
+        return lo
+    a = fabs(x)
+    b = fabs(y)
+    if a < b:
+        a, b = b, a
     aa, ea = significand(a)
     bb, eb = significand(b)
     r = lo
@@ -144,6 +157,14 @@ def hypot_f64_window(x, y, rel):
             return settle(r, c)
         r = next_up(r)
     return r
+
+
+@jitable
+def hypot_fast64(x, y):
+    """(hypot(x, y) correctly rounded, True) where both ends of the bracket
+    round alike, else (anything, False): the exact decision is needed."""
+    lo, hi, finite = _hypot_ends(x, y, REL_2M98)
+    return lo, (not finite) or lo == hi
 
 
 @jitable

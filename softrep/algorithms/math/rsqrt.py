@@ -87,16 +87,17 @@ ONE_U64 = np.uint64(1)
 
 
 @jitable
-def rsqrt_f64_window(x, rel):
-    """rsqrt_f64 with the bracket's relative half-width `rel` as a parameter:
-    any 2^-98 <= rel <= 2^-56 (a window narrower than the spacing of doubles) gives the same, correctly rounded, bits;
-    a wide one sends many inputs through the exact decision (tests)."""
+def _rsqrt_ends(x, rel):
+    """(lo, hi, True) with lo <= RN(rsqrt x) <= hi from the double-double
+    evaluation (bracket half-width rel), or (result, result, False) for the
+    special values."""
     if x != x or x < ZERO64:
-        return NAN64
+        return NAN64, NAN64, False
     if x == ZERO64:
-        return div_rn(ONE, x)  # +inf for +0, -inf for -0
+        r = div_rn(ONE, x)  # +inf for +0, -inf for -0
+        return r, r, False
     if x == INF64:
-        return ZERO64
+        return ZERO64, ZERO64, False
     f, e = split_exponent(x)
     k = e // 2
     xm = with_exponent(f, e - 2 * k)
@@ -107,8 +108,18 @@ def rsqrt_f64_window(x, rel):
     c = mul_rn(y0, mul_rn(r, fma_rn(r, THREE_EIGHTHS, HALF64)))
     lo, hi = bracket(y0, c, rel)
     scale = pow2_any(-k)
-    lo = to_grid(lo, scale)
-    hi = to_grid(hi, scale)
+    return to_grid(lo, scale), to_grid(hi, scale), True
+
+
+@jitable
+def rsqrt_f64_window(x, rel):
+    """rsqrt_f64 with the bracket's relative half-width `rel` as a parameter:
+    any 2^-98 <= rel <= 2^-56 (a window narrower than the spacing of doubles)
+    gives the same, correctly rounded, bits; a wide one sends many inputs
+    through the exact decision (tests)."""
+    lo, hi, finite = _rsqrt_ends(x, rel)
+    if not finite:
+        return lo
     xx, kx = significand(x)
     r = lo
     while r != hi:
@@ -119,6 +130,14 @@ def rsqrt_f64_window(x, rel):
             return settle(r, c)
         r = next_up(r)
     return r
+
+
+@jitable
+def rsqrt_fast64(x):
+    """(rsqrt(x) correctly rounded, True) where both ends of the bracket round
+    alike, else (anything, False): the exact decision is needed."""
+    lo, hi, finite = _rsqrt_ends(x, REL_2M98)
+    return lo, (not finite) or lo == hi
 
 
 @jitable

@@ -389,31 +389,10 @@ def _accurate(a, which):
 
 
 @jitable
-def trig_f64(x, which, fast):
-    """sin, cos or tan (which = SIN, COS, TAN) of a double, correctly rounded;
-    fast = False skips the fast path (tests: every input then takes the
-    accurate path).
-
-    |x| <= 2^-27: sin x and tan x round to x, cos x to 1 (x^3/6, x^3/3 and
-    x^2/2 are below 2^-54 of the result, less than half the gap to the
-    neighbouring double, also below a power of two; no ties).  Otherwise the
-    fast path (double-double, relative error 2^-65 plus the reduction's
-    absolute error eps) and the rounding test; where it fails, the accurate
-    path (Payne-Hanek, triple-double, < 2^-138) rounded once.  S, C or S/C
-    is rounded, the quadrant's and x's signs are applied after: rounding to
-    nearest is symmetric.
-    """
-    if x != x or fabs(x) == INF64:
-        return NAN64
-    a = fabs(x)
-    if a <= TINY:
-        return ONE if which == COS else x
-    ok = False
-    if fast:
-        r, ok, q = _fast(a, which)
-    if not ok:
-        r, q = _accurate(a, which)
-    # quadrant signs: sin = S, C, -S, -C; cos = C, -S, -C, S; tan = S/C, -C/S
+def _finish(x, which, q, r):
+    """The quadrant's sign and x's (sin, tan odd) applied to r, S, C or their
+    quotient rounded: sin = S, C, -S, -C; cos = C, -S, -C, S; tan = S/C, -C/S
+    for n mod 4 = 0, 1, 2, 3.  Rounding to nearest is symmetric."""
     if which == SIN:
         flip = q >= 2
     elif which == COS:
@@ -425,3 +404,50 @@ def trig_f64(x, which, fast):
     if which != COS and x < ZERO:
         r = negate(r)
     return r
+
+
+@jitable
+def _special(x, which):
+    """(result, True) for NaN, +-inf and |x| <= 2^-27, else (anything, False).
+
+    |x| <= 2^-27: sin x and tan x round to x, cos x to 1 (x^3/6, x^3/3 and
+    x^2/2 are below 2^-54 of the result, less than half the gap to the
+    neighbouring double, also below a power of two; no ties)."""
+    if x != x or fabs(x) == INF64:
+        return NAN64, True
+    if fabs(x) <= TINY:
+        return (ONE if which == COS else x), True
+    return ZERO, False
+
+
+@jitable
+def trig_fast64(x, which):
+    """(sin, cos or tan of x correctly rounded, True) where the fast path
+    decides (which = SIN, COS, TAN), else (anything, False)."""
+    r, done = _special(x, which)
+    if done:
+        return r, True
+    r, ok, q = _fast(fabs(x), which)
+    return _finish(x, which, q, r), ok
+
+
+@jitable
+def trig_accurate64(x, which):
+    """sin, cos or tan of x by the accurate path alone (tests)."""
+    r, done = _special(x, which)
+    if done:
+        return r
+    r, q = _accurate(fabs(x), which)
+    return _finish(x, which, q, r)
+
+
+@jitable
+def trig_f64(x, which):
+    """sin, cos or tan (which = SIN, COS, TAN) of a double, correctly rounded:
+    the fast path (double-double, relative error 2^-65 plus the reduction's
+    absolute error) and its rounding test; where that fails, the accurate path
+    (Payne-Hanek, triple-double, < 2^-138) rounded once."""
+    r, ok = trig_fast64(x, which)
+    if ok:
+        return r
+    return trig_accurate64(x, which)
