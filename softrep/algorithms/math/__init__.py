@@ -22,7 +22,7 @@ are built from it.  Nothing here knows about tensors or gradients.
 
 from dataclasses import dataclass
 
-from .atan import atan_f32
+from .atan import atan_f32, atan_f64, atan_fast64
 from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
 from .cos import cos_f32, cos_f64, cos_fast64
 from .cosh import cosh_f32, cosh_f64, cosh_fast64
@@ -59,7 +59,7 @@ class MathKernel:
 
 
 KERNELS = {k.name: k for k in (
-    MathKernel("atan", 1, atan_f32),
+    MathKernel("atan", 1, atan_f32, atan_f64, None, atan_fast64),
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
     MathKernel("cos", 1, cos_f32, cos_f64, None, cos_fast64),
     MathKernel("cosh", 1, cosh_f32, cosh_f64, None, cosh_fast64),
