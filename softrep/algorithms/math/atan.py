@@ -30,9 +30,10 @@ from math import isqrt
 import numpy as np
 
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import abs32, dd_add, dd_div, fast_two_sum, neg32, signbit32, two_prod, two_sum
-from .multiword import td_add, td_const, td_div, td_mul, td_renorm, td_round, ziv_round
-from .trig64 import PI_Q, PIO2_H, PIO2_L, PIO2_M
+from .core import abs32, dd_add, fast_two_sum, neg32, signbit32, two_prod, two_sum
+from .exact64 import bracket_err
+from .multiword import td_add, td_const, td_div, td_mul, td_renorm, td_round
+from .trig64 import PI_Q, PIO2_H, PIO2_L, PIO2_M, dd_div_fast
 from .exception_tables import coefficient_array, exception_arrays, finish, horner
 from .coefficients import ATAN_CENTER, ATAN_CENTER_COMPL, ATAN_SMALL
 
@@ -151,14 +152,15 @@ def atan_f32(x):
 # atan y = 2 atan(y / (1 + sqrt(1 + y^2))), integer square roots, then the
 # series; error < 2^-390), stored as triple-doubles (< 2^-159 relatively).
 #
-# Fast path (double-double, relative error < 2^-65): v (dd_div, 2^-100), the
-# numerator and 1 + v c (two_prod, two_sum: < 2^-104), u = dd_div (2^-100),
+# Fast path (double-double, relative error < 2^-65): v (dd_div_fast, 2^-100),
+# the numerator and 1 + v c (two_prod, two_sum: < 2^-104), u (dd_div_fast),
 # atan u = u_h + (u_l (1 - z) + u_h z P(z)), z = u_h^2, P = -1/3 + z/5 - z^2/7
 # + z^3/9 in double (remainder u^10/11 < 2^-73.5 relatively); u_h z P is below
 # 2^-15.6 |u| and carries < 4 roundings (< 2^-66.6 |u|).  Adding atan c
 # (two_sum, then the low parts, < 2^-28.6 absolutely, rounded thrice: < 2^-80
 # relatively to a result >= 2^-7 for j >= 1) and, for a > 1, subtracting from
-# pi/2 (dd_add, 2^-104): < 2^-65 overall.  The rounding test uses 2^-62.
+# pi/2 (dd_add, 2^-104): < 2^-65 overall.  The rounding test (`bracket_err`,
+# err >= 2 E + 2^-52 |l|) uses 2^-62.
 # Accurate path (triple-double): the same steps with td_div, td_mul, td_add
 # (< 2^-148 each), atan u to u^21/21 (remainder u^22/23 < 2^-158 relatively),
 # Horner on 11 triple-double coefficients: < 2^-143, with the factor 2 of the
@@ -191,7 +193,6 @@ ATAN_HUGE = F64(2.0**54)
 TABLE_STEPS64 = F64(64.0)
 INV_TABLE_STEPS64 = F64(1.0 / 64.0)
 REL_FAST64 = F64(2.0**-62)
-ZIV_LIMIT64 = F64(2.0**-60)
 NAN64 = F64(np.nan)
 ZERO64 = F64(0.0)
 SHIFT64 = F64(6755399441055744.0)  # 1.5 2^52: (y + SHIFT) - SHIFT rounds y to an integer
@@ -228,7 +229,7 @@ def atan_fast64(x):
     a = fabs(x)
     inverse = a > ONE
     if inverse:
-        vh, vl = dd_div(ONE, ZERO64, a, ZERO64)
+        vh, vl = dd_div_fast(ONE, ZERO64, a, ZERO64)
     else:
         vh, vl = a, ZERO64
     j, c, d = _atan_centre(vh)
@@ -236,7 +237,7 @@ def atan_fast64(x):
     p, pe = two_prod(vh, c)
     nh, nl = two_sum(ONE, p)
     nl = add_rn(nl, fma_rn(vl, c, pe))
-    uh, ul = dd_div(dh, dl, nh, nl)
+    uh, ul = dd_div_fast(dh, dl, nh, nl)
     z = mul_rn(uh, uh)
     poly = fma_rn(z, fma_rn(z, fma_rn(z, A9, A7), A5), A3)
     sl = fma_rn(mul_rn(uh, z), poly, fma_rn(negate(ul), z, ul))  # atan u = uh + sl
@@ -245,9 +246,8 @@ def atan_fast64(x):
     h, l = fast_two_sum(h, l)
     if inverse:
         h, l = dd_add(PIO2_H, PIO2_M, negate(h), negate(l))
-    err = mul_rn(fabs(h), REL_FAST64)
-    r, ok = ziv_round(h, l, err, 0)
-    return (negate(r) if x < ZERO64 else r), ok
+    lo, hi = bracket_err(h, l, mul_rn(fabs(h), REL_FAST64))
+    return (negate(lo) if x < ZERO64 else lo), lo == hi
 
 
 @jitable

@@ -96,13 +96,21 @@ def pow2_any(k):
 # --------------------------------------------------------------------------- the decision
 
 @jitable
-def bracket(h, l, rel):
-    """(RN(w_lo), RN(w_hi)) for some w_lo <= v <= w_hi, for every v within
-    rel |h| / 2 of h + l (h > 0, |l| < |h|, rel a power of two).  The inner
-    sums l -+ rel h round by at most 2^-53 |l| + 2^-53 rel h, which the halved
-    error allowance covers; rounding to nearest is monotone."""
-    err = mul_rn(h, rel)
+def bracket_err(h, l, err):
+    """(RN(w_lo), RN(w_hi)) for some w_lo <= v <= w_hi, for every v within E of
+    h + l, where err >= 2 E + 2^-52 |l| (a normalized double-double h + l,
+    |l| <= 2^-50 |h|).  The inner sums l -+ err round by at most
+    2^-53 (|l| + err), which the slack covers; rounding to nearest is monotone,
+    so when both ends are the same double, that is RN(v) -- for results in
+    the normal range (they are not scaled afterwards).  Four additions: the
+    cheap rounding test of the fast paths."""
     return add_rn(h, sub_rn(l, err)), add_rn(h, add_rn(l, err))
+
+
+@jitable
+def bracket(h, l, rel):
+    """`bracket_err` with err = rel |h| for a relative error below rel/2 (h > 0)."""
+    return bracket_err(h, l, mul_rn(h, rel))
 
 
 @jitable

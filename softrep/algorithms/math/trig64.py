@@ -72,8 +72,9 @@ from fractions import Fraction
 import numpy as np
 
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import dd_div, dd_mul, fast_two_sum, two_prod, two_sum
-from .multiword import dd_from_td, td_add, td_const, td_div, td_mul, td_neg, td_renorm, td_round, ziv_round
+from .core import dd_mul, fast_two_sum, two_prod, two_sum
+from .exact64 import bracket_err
+from .multiword import dd_from_td, td_add, td_const, td_div, td_mul, td_neg, td_renorm, td_round
 from .wide_int import wide, wide_mul, wide_neg
 
 F64 = np.float64
@@ -222,6 +223,24 @@ def reduce_cody_waite(a):
 # --------------------------------------------------------------------------- kernels
 
 @jitable
+def dd_div_fast(ah, al, bh, bl):
+    """(ah + al)/(bh + bl) for normalized double-doubles, with one division:
+    relative error < 2^-100 (fast paths; core.dd_div takes three).
+
+    inv = RN(1/bh) (2^-53) and q_h = RN(a_h inv) are within 2^-52 of a_h/b_h;
+    r = a_h - q_h b_h (one fma, < 2^-52 |a_h| rounded by 2^-105 |a_h|), plus
+    a_l - q_h b_l (each < 2^-53 |a|; two roundings of < 2^-102.4 |a|); the
+    correction q_l = r inv is below 2^-50.4 |q| and carries 2^-52 of itself,
+    and dividing by b_h instead of b_h + b_l costs 2^-53 of it: < 2^-100.5 |q|
+    in all.  The final fast_two_sum is exact.
+    """
+    inv = div_rn(ONE, bh)
+    qh = mul_rn(ah, inv)
+    r = fma_rn(negate(qh), bl, add_rn(fma_rn(negate(qh), bh, ah), al))
+    return fast_two_sum(qh, mul_rn(r, inv))
+
+
+@jitable
 def _split_table(th):
     """(k, |k|, t_h - k/256) with k = round(256 t_h) (both steps exact)."""
     kf = sub_rn(add_rn(mul_rn(th, TABLE_STEPS), SHIFT), SHIFT)
@@ -318,9 +337,9 @@ def sincos_td(th, tm, tl):
 
 @jitable
 def fast_sincos(a):
-    """(q, S_h, S_l, C_h, C_l, eps): the fast path for 2^-27 < a < inf, with the
-    absolute error bound of the reduction times pi/2 (eps) to add to each
-    result's relative 2^-65."""
+    """(q, S_h, S_l, C_h, C_l, eps): the fast path for 2^-27 < a < inf, with
+    twice the absolute error bound of the reduction times pi/2 (eps) to add to
+    each result's relative 2^-65 in the rounding test's err."""
     if a < CODY_WAITE_LIMIT:
         q, th, tl = reduce_cody_waite(a)
         eps = mul_rn(a, CW_EPS)
@@ -332,21 +351,14 @@ def fast_sincos(a):
     return q, sh, sl, ch, cl, eps
 
 
-CW_EPS = F64(2.0**-103)  # above pi/2 * 2^-104.6: the Cody-Waite error carried into the result
-REL_FAST = F64(2.0**-62)  # 2^-65 with a margin of 8 (covers the rounding of the bound itself)
-ZIV_LIMIT = F64(2.0**-60)  # ziv_round's domain: err <= 2^-60 |h|
+# The rounding test (`bracket_err`) takes err >= 2 E + 2^-52 |l| for a true error E:
+CW_EPS = F64(2.0**-102)  # above 2 * pi/2 * 2^-104.6: twice the Cody-Waite error carried into the result
+REL_FAST = F64(2.0**-62)  # 2^-65 with a margin of 8 (twice the bound, 2^-52 |l| < 2^-104 |h|, its own rounding)
 TINY = F64(2.0**-27)
+ONE_AND_HALF = F64(1.5)
 INF64 = F64(np.inf)
 NAN64 = F64(np.nan)
 SIN, COS, TAN = 0, 1, 2
-
-
-@jitable
-def _try_round(h, l, err):
-    """ziv_round(h, l, err, 0) where err is within its domain, else undecided."""
-    if err <= mul_rn(fabs(h), ZIV_LIMIT):
-        return ziv_round(h, l, err, 0)
-    return ZERO, False
 
 
 @jitable
@@ -356,18 +368,23 @@ def _fast(a, which):
     odd = (q & 1) == 1
     if which == TAN:
         if odd:
-            h, l = dd_div(ch, cl, sh, sl)
+            h, l = dd_div_fast(ch, cl, sh, sl)
         else:
-            h, l = dd_div(sh, sl, ch, cl)
-        # relative errors of both parts (2^-65 + eps/|part|) and the division (2^-100)
-        rel = add_rn(REL_FAST, mul_rn(add_rn(eps, eps), add_rn(div_rn(ONE, fabs(sh)), div_rn(ONE, fabs(ch)))))
-        err = mul_rn(fabs(h), rel)
+            h, l = dd_div_fast(sh, sl, ch, cl)
+        # The quotient's relative error is the sum of its parts' (2^-65 + E/|part|, E the
+        # reduction's absolute error, eps = 2E) and the division's (2^-100).  With |C| >= 0.7071:
+        # S/C: |h| E (1/|S| + 1/|C|) = E (1/|C| + |h|/|C|) <= 1.4143 E (1 + |h|);
+        # C/S: |h| E (1/|C| + 1/|S|) = E (|h|/|C| + |h|^2/|C|) <= 1.4143 E |h| (1 + |h|).
+        # So err = 2^-62 |h| + 1.5 eps (1 + |h|) (times |h| for C/S) is at least twice that.
+        ah = fabs(h)
+        t = mul_rn(mul_rn(eps, ONE_AND_HALF), add_rn(ONE, ah))
+        err = fma_rn(ah, REL_FAST, mul_rn(t, ah) if odd else t)
     else:
         use_sin = odd if which == COS else not odd
         h, l = (sh, sl) if use_sin else (ch, cl)
         err = fma_rn(fabs(h), REL_FAST, eps)
-    r, ok = _try_round(h, l, err)
-    return r, ok, q
+    lo, hi = bracket_err(h, l, err)
+    return lo, lo == hi, q
 
 
 @jitable
