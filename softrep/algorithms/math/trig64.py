@@ -71,11 +71,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
+from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import dd_mul, fast_two_sum, two_prod, two_sum
-from .exact64 import bracket_err
+from .exact64 import bracket_err, significand
 from .multiword import dd_from_td, td_add, td_const, td_div, td_mul, td_neg, td_renorm, td_round
-from .wide_int import wide, wide_mul, wide_neg
+from .wide_int import wide_mul, wide_neg
 
 F64 = np.float64
 U64 = np.uint64
@@ -149,11 +149,6 @@ TABLE_STEPS = F64(256.0)
 INV_TABLE_STEPS = F64(1.0 / 256.0)
 CODY_WAITE_LIMIT = F64(2.0**20)
 _M32 = U64(0xFFFFFFFF)
-_S32 = U64(32)
-_MANT = U64(0x000FFFFFFFFFFFFF)
-_HIDDEN = U64(0x0010000000000000)
-_EXP = U64(0x7FF)
-_S52 = U64(52)
 _LIMB_SCALE = np.array([2.0 ** (32 * i - 318) for i in range(10)], dtype=np.float64)
 
 
@@ -183,10 +178,7 @@ def _window(e):
 def reduce_payne_hanek(a):
     """(n mod 4, t_h, t_m, t_l): a 2/pi = n + t, |t| <= 1/2, t as a triple-double
     with relative error < 2^-152, for a finite double 2^-80 <= a (module docstring)."""
-    u = bitcast(a)
-    be = (u >> _S52) & _EXP
-    m = (u & _MANT) | _HIDDEN
-    e = np.int64(be) - 1075
+    m, e = significand(a)  # a = m 2^e, m < 2^53 (a is normal here)
     f = wide_mul(_window(e), m)
     q = np.int64(f[9] >> U64(30))
     negative = ((f[9] >> U64(29)) & U64(1)) == U64(1)
