@@ -19,7 +19,7 @@ import softrep.ops.math as M
 import softrep.tools.verify_f64 as V64
 from softrep.algorithms.math import KERNELS
 
-from .golden import bit_pattern_tensor, check
+from golden import bit_pattern_tensor, check
 
 F64_NAMES = sorted(n for n, k in KERNELS.items() if k.f64 is not None)
 NO_F64 = sorted(n for n, k in KERNELS.items() if k.f64 is None)

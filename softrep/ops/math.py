@@ -86,8 +86,8 @@ def _public_op(fn):
     params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names]
     op.__signature__ = inspect.Signature(params)
     op.__name__ = op.__qualname__ = fn.name
-    rounding = "correctly rounded" if fn.f64 is None else "correctly rounded in float32"
-    op.__doc__ = (f"{fn.name}({', '.join(arg_names)}) elementwise, {rounding} to nearest-even "
+    dtypes = "float32" if fn.f64 is None else "float32 and float64"
+    op.__doc__ = (f"{fn.name}({', '.join(arg_names)}) elementwise on {dtypes}, correctly rounded to nearest-even "
                   f"(softrep/algorithms/math/{fn.name}.py; verified by `python -m softrep verify {fn.name}`).")
     return op
 
