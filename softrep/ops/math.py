@@ -140,11 +140,11 @@ def _public_op(fn):
     params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
     op.__signature__ = inspect.Signature(params)
     op.__name__ = op.__qualname__ = fn.name
-    rounding = "correctly rounded" if fn.f64 is None else "correctly rounded in float32"
-    rounding += "; bfloat16/float16: the float32 result rounded to the format, corrected where that is not " \
-        "correctly rounded (docs/mathlib.md)"
-    op.__doc__ = (f"{fn.name}({', '.join(arg_names)}) elementwise, {rounding} to nearest-even "
-                  f"(softrep/algorithms/math/{fn.name}.py; verified by `python -m softrep verify {fn.name}`).  "
+    dtypes = "float32" if fn.f64 is None else "float32 and float64"
+    low = ("; bfloat16/float16: the float32 result rounded to the format, corrected where that is not "
+           "correctly rounded (docs/mathlib.md)")
+    op.__doc__ = (f"{fn.name}({', '.join(arg_names)}) elementwise on {dtypes}, correctly rounded to nearest-even"
+                  f"{low} (softrep/algorithms/math/{fn.name}.py; verified by `python -m softrep verify {fn.name}`).  "
                   "With `out`, the result is written there (torch's out= semantics).")
     return op
 

@@ -1,5 +1,7 @@
 """`python -m softrep verify FUNC [--exhaustive | --hash] [--backend cpu|cuda] [--sample N]`.
 
+(float64: `--dtype float64 --sample N`, softrep/tools/verify_f64.py.)
+
 Checks that softrep.FUNC on float32 tensors returns the correctly rounded
 result, against references that share nothing with softrep/algorithms/math:
 
@@ -1051,6 +1053,16 @@ def main(argv=None):
     mode.add_argument("--measure-reference", action="store_true",
                       help="measure the float64 reference against MPFR and record it in "
                            "softrep/tools/data/libm_reference_errors.json")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                        help="float64: sampled check against MPFR's correctly rounded binary64 results "
+                             "(softrep/tools/verify_f64.py)")
+    parser.add_argument("--worst-cases", metavar="FILE",
+                        help="with --dtype float64: check every input of a worst-case list (CORE-MATH's .wc "
+                             "format) instead of a sample")
+    parser.add_argument("--save-hard-cases", type=int, metavar="N", default=0,
+                        help="with --worst-cases: write the N inputs closest to a rounding boundary to "
+                             "tests/data/mathlib_hard_cases_f64/FUNC.txt")
+    parser.add_argument("--source", default=None, help="with --save-hard-cases: where the list comes from")
     parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--sample", type=int, default=None,
                         help="random inputs (default 10^6 on cpu, 2000 on cuda) besides special values "
@@ -1063,6 +1075,8 @@ def main(argv=None):
     names = sorted(M.FUNCTIONS) if args.func == "all" else [args.func]
     if args.func != "all" and args.func not in M.FUNCTIONS:
         raise SystemExit(f"verify: softrep has no function {args.func!r}; known: {', '.join(sorted(M.FUNCTIONS))}")
+    if args.dtype == "float64":
+        return _main_f64(args, names)
     if args.hash or args.record_hash:
         return _main_hash(names, args.record_hash)
     names, skipped = plan(names, args.exhaustive)
@@ -1074,15 +1088,7 @@ def main(argv=None):
         record_reference_errors(names)
         return 0
     if args.backend == "cuda":
-        from ..primitives.jit import SIMULATOR
-
-        if not SIMULATOR:
-            import torch
-
-            if not torch.cuda.is_available():
-                raise SystemExit("verify --backend cuda needs a GPU, or NUMBA_ENABLE_CUDASIM=1 for the simulator")
-        if args.exhaustive and SIMULATOR:
-            raise SystemExit("verify: --exhaustive on the simulator would take months; use --sample")
+        _require_cuda_backend(args.exhaustive)
     failed = False
     for name in names:
         result = run(name, args.exhaustive, args.backend, args.sample, args.seed,
@@ -1090,6 +1096,48 @@ def main(argv=None):
         print(report(result))
         failed |= not result.proven
     return 1 if failed else 0
+
+
+def _main_f64(args, names):
+    """`--dtype float64`: the sampled float64 check (softrep/tools/verify_f64.py)."""
+    from . import verify_f64
+
+    if args.exhaustive or args.hash or args.record_hash or args.measure_reference:
+        raise SystemExit("verify --dtype float64 takes --sample N only (2^64 inputs cannot be enumerated; "
+                         "the reference is MPFR itself, so there is nothing to measure or hash)")
+    import softrep.ops.math as M
+
+    have = [n for n in names if M.FUNCTIONS[n].f64 is not None]
+    if args.func != "all" and not have:
+        raise SystemExit(f"verify: softrep.{args.func} has no float64 version yet")
+    for n in names:
+        if n not in have:
+            print(f"verify: skipped {n}: no float64 version yet")
+    if args.worst_cases:
+        failed = False
+        for name in have:
+            result, dist, worst = verify_f64.check_worst_cases(
+                name, args.worst_cases, keep=args.save_hard_cases or 1000, save=args.save_hard_cases > 0,
+                source=args.source)
+            print(verify_f64.report64(result))
+            print(f"  closest to a rounding boundary: {dist:.3e} ulp at {worst}")
+            failed |= not result.proven
+        return 1 if failed else 0
+    if args.backend == "cuda":
+        _require_cuda_backend(exhaustive=False)
+    return verify_f64.main64(have, args.sample, args.backend, args.seed, save=not args.no_save)
+
+
+def _require_cuda_backend(exhaustive):
+    from ..primitives.jit import SIMULATOR
+
+    if not SIMULATOR:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("verify --backend cuda needs a GPU, or NUMBA_ENABLE_CUDASIM=1 for the simulator")
+    if exhaustive and SIMULATOR:
+        raise SystemExit("verify: --exhaustive on the simulator would take months; use --sample")
 
 
 def plan(names, exhaustive):

@@ -10,7 +10,11 @@ Each module `<name>.py` holds
   (anything, False) otherwise; `<name>_f32` is exactly "fast, else the
   accurate path", which lets the CPU launcher run it as a vectorisable first
   loop;
-* optionally `<name>_f64(x)`: the float64 version.
+* optionally `<name>_f64(x)`: the float64 version, correctly rounded
+  (scheme: multiword.py), and `<name>_fast64(x)`, its double-double fast path
+  alone, returning (result, True) when the rounding test decides and
+  (anything, False) otherwise; `<name>_f64` is "fast64, else the accurate
+  path" (the verifier counts how often the accurate path runs with it).
 
 `KERNELS` lists them all; the tensor ops (softrep/ops/math.py) and the verifier
 are built from it.  Nothing here knows about tensors or gradients.
@@ -18,64 +22,65 @@ are built from it.  Nothing here knows about tensors or gradients.
 
 from dataclasses import dataclass
 
-from .atan import atan_f32
-from .cbrt import cbrt_f32
-from .cos import cos_f32
-from .cosh import cosh_f32
+from .atan import atan_f32, atan_f64, atan_fast64
+from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
+from .cos import cos_f32, cos_f64, cos_fast64
+from .cosh import cosh_f32, cosh_f64, cosh_fast64
 from .erf import erf_f32
 from .erfc import erfc_f32
-from .exp import exp_f32, exp_f64, exp_fast
-from .exp10 import exp10_f32
-from .exp2 import exp2_f32
-from .expm1 import expm1_f32
-from .hypot import hypot_f32
-from .log import log_f32, log_f64, log_fast
-from .log10 import log10_f32
-from .log1p import log1p_f32
-from .log2 import log2_f32
+from .exp import exp_f32, exp_f64, exp_fast, exp_fast64
+from .exp10 import exp10_f32, exp10_f64, exp10_fast64
+from .exp2 import exp2_f32, exp2_f64, exp2_fast64
+from .expm1 import expm1_f32, expm1_f64, expm1_fast64
+from .hypot import hypot_f32, hypot_f64, hypot_fast64
+from .log import log_f32, log_f64, log_fast, log_fast64
+from .log10 import log10_f32, log10_f64, log10_fast64
+from .log1p import log1p_f32, log1p_f64, log1p_fast64
+from .log2 import log2_f32, log2_f64, log2_fast64
 from .pow import pow_f32
-from .rsqrt import rsqrt_f32
-from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast
-from .sin import sin_f32
-from .sinh import sinh_f32
-from .tan import tan_f32
-from .tanh import tanh_f32, tanh_f64, tanh_fast
+from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
+from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
+from .sin import sin_f32, sin_f64, sin_fast64
+from .sinh import sinh_f32, sinh_f64, sinh_fast64
+from .tan import tan_f32, tan_f64, tan_fast64
+from .tanh import tanh_f32, tanh_f64, tanh_fast, tanh_fast64
 
 
 @dataclass(frozen=True)
 class MathKernel:
-    """The scalar kernels of one function.  `f64` and `fast` are None where absent."""
+    """The scalar kernels of one function.  `f64`, `fast` and `f64_fast` are None where absent."""
 
     name: str
     arity: int
     f32: object
     f64: object = None
     fast: object = None
+    f64_fast: object = None
 
 
 KERNELS = {k.name: k for k in (
-    MathKernel("atan", 1, atan_f32),
-    MathKernel("cbrt", 1, cbrt_f32),
-    MathKernel("cos", 1, cos_f32),
-    MathKernel("cosh", 1, cosh_f32),
+    MathKernel("atan", 1, atan_f32, atan_f64, None, atan_fast64),
+    MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
+    MathKernel("cos", 1, cos_f32, cos_f64, None, cos_fast64),
+    MathKernel("cosh", 1, cosh_f32, cosh_f64, None, cosh_fast64),
     MathKernel("erf", 1, erf_f32),
     MathKernel("erfc", 1, erfc_f32),
-    MathKernel("exp", 1, exp_f32, exp_f64, exp_fast),
-    MathKernel("exp10", 1, exp10_f32),
-    MathKernel("exp2", 1, exp2_f32),
-    MathKernel("expm1", 1, expm1_f32),
-    MathKernel("hypot", 2, hypot_f32),
-    MathKernel("log", 1, log_f32, log_f64, log_fast),
-    MathKernel("log10", 1, log10_f32),
-    MathKernel("log1p", 1, log1p_f32),
-    MathKernel("log2", 1, log2_f32),
+    MathKernel("exp", 1, exp_f32, exp_f64, exp_fast, exp_fast64),
+    MathKernel("exp10", 1, exp10_f32, exp10_f64, None, exp10_fast64),
+    MathKernel("exp2", 1, exp2_f32, exp2_f64, None, exp2_fast64),
+    MathKernel("expm1", 1, expm1_f32, expm1_f64, None, expm1_fast64),
+    MathKernel("hypot", 2, hypot_f32, hypot_f64, None, hypot_fast64),
+    MathKernel("log", 1, log_f32, log_f64, log_fast, log_fast64),
+    MathKernel("log10", 1, log10_f32, log10_f64, None, log10_fast64),
+    MathKernel("log1p", 1, log1p_f32, log1p_f64, None, log1p_fast64),
+    MathKernel("log2", 1, log2_f32, log2_f64, None, log2_fast64),
     MathKernel("pow", 2, pow_f32),
-    MathKernel("rsqrt", 1, rsqrt_f32),
-    MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast),
-    MathKernel("sin", 1, sin_f32),
-    MathKernel("sinh", 1, sinh_f32),
-    MathKernel("tan", 1, tan_f32),
-    MathKernel("tanh", 1, tanh_f32, tanh_f64, tanh_fast),
+    MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, None, rsqrt_fast64),
+    MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64),
+    MathKernel("sin", 1, sin_f32, sin_f64, None, sin_fast64),
+    MathKernel("sinh", 1, sinh_f32, sinh_f64, None, sinh_fast64),
+    MathKernel("tan", 1, tan_f32, tan_f64, None, tan_fast64),
+    MathKernel("tanh", 1, tanh_f32, tanh_f64, tanh_fast, tanh_fast64),
 )}
 
 __all__ = ["KERNELS", "MathKernel"]

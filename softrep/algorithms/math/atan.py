@@ -24,10 +24,16 @@ result: < (2 + 3.3 + 1) 2^-53 = 2^-50.3.  For a > 1 the result is >= pi/4
 and |atan u| <= 0.063: < 2.4 * 2^-53.  All below 2^-49.
 """
 
+from fractions import Fraction
+from math import isqrt
+
 import numpy as np
 
-from ...primitives.rounding import add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import abs32, neg32, signbit32
+from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
+from .core import abs32, dd_add, fast_two_sum, neg32, signbit32, two_prod, two_sum
+from .exact64 import bracket_err
+from .multiword import td_add, td_const, td_div, td_mul, td_renorm, td_round
+from .trig64 import PI_Q, PIO2_H, PIO2_L, PIO2_M, dd_div_fast
 from .exception_tables import coefficient_array, exception_arrays, finish, horner
 from .coefficients import ATAN_CENTER, ATAN_CENTER_COMPL, ATAN_SMALL
 
@@ -123,3 +129,162 @@ def atan_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+# --------------------------------------------------------------------------- float64
+#
+# atan_f64: correctly rounded (scheme: softrep/algorithms/math/multiword.py).
+#
+# Specials: NaN -> NaN; |x| <= 2^-27: atan x rounds to x (x^3/3 is below 2^-54
+# |x|, less than half the gap to the neighbouring double, also below a power
+# of two); |x| >= 2^54 (and +-inf): +-RN(pi/2), since pi/2 = RN(pi/2) + 0.276
+# ulp and atan a = pi/2 - e with 0 < e <= 1/a <= 0.25 ulp: the exact value is
+# within [0.026, 0.276] ulp above RN(pi/2).
+#
+# Reduction (a = |x|): v = a for a <= 1, v = 1/a otherwise (atan a = pi/2 - atan v);
+# c = j/64 with j = round(64 v_h), and
+#     atan v = atan c + atan u,   u = (v - c)/(1 + v c),   |u| <= 2^-7 (1 + 2^-40).
+# v_h - c is exact (c is a multiple of 2^-6 >= ulp(v_h) and |v_h - c| <= 2^-7,
+# or c = 0).  For j >= 1 the result is at least half of atan c (u >= -2^-7,
+# c >= 2^-6): cancellation costs at most a factor 2; for a > 1 the result is
+# >= pi/4 and pi/2 - atan v loses nothing.  atan(j/64), j = 0..64, are exact
+# at import (400-bit fixed point: three argument halvings
+# atan y = 2 atan(y / (1 + sqrt(1 + y^2))), integer square roots, then the
+# series; error < 2^-390), stored as triple-doubles (< 2^-159 relatively).
+#
+# Fast path (double-double, relative error < 2^-65): v (dd_div_fast, 2^-100),
+# the numerator and 1 + v c (two_prod, two_sum: < 2^-104), u (dd_div_fast),
+# atan u = u_h + (u_l (1 - z) + u_h z P(z)), z = u_h^2, P = -1/3 + z/5 - z^2/7
+# + z^3/9 in double (remainder u^10/11 < 2^-73.5 relatively); u_h z P is below
+# 2^-15.6 |u| and carries < 4 roundings (< 2^-66.6 |u|).  Adding atan c
+# (two_sum, then the low parts, < 2^-28.6 absolutely, rounded thrice: < 2^-80
+# relatively to a result >= 2^-7 for j >= 1) and, for a > 1, subtracting from
+# pi/2 (dd_add, 2^-104): < 2^-65 overall.  The rounding test (`bracket_err`,
+# err >= 2 E + 2^-52 |l|) uses 2^-62.
+# Accurate path (triple-double): the same steps with td_div, td_mul, td_add
+# (< 2^-148 each), atan u to u^21/21 (remainder u^22/23 < 2^-158 relatively),
+# Horner on 11 triple-double coefficients: < 2^-143, with the factor 2 of the
+# cancellation; taken as 2^-140.
+
+_ATAN_BITS = 400
+
+
+def _atan_fixed(j):
+    """atan(j/64) 2^400 for 0 <= j <= 64 (three halvings, then the series)."""
+    one = 1 << _ATAN_BITS
+    y = (j << _ATAN_BITS) // 64
+    for _ in range(3):
+        y = (y << _ATAN_BITS) // (one + isqrt(one * one + y * y))
+    total, power, k, y2 = 0, y, 0, y * y
+    while power:
+        total += (power // (2 * k + 1)) * (1 if k % 2 == 0 else -1)
+        power = power * y2 >> (2 * _ATAN_BITS)
+        k += 1
+    return Fraction(8 * total, one)
+
+
+ATAN_TABLE = np.array([td_const(_atan_fixed(j)) for j in range(65)], dtype=np.float64)  # (65, 3)
+ATAN_TABLE[0] = 0.0  # atan 0 = 0 exactly
+ATAN_TD = np.array([td_const(Fraction((-1) ** k, 2 * k + 1)) for k in range(11)], dtype=np.float64)
+A3, A5, A7, A9 = (F64(float(Fraction((-1) ** k, 2 * k + 1))) for k in range(1, 5))
+PIO2_64 = F64(float(PI_Q / 2))  # RN(pi/2)
+ATAN_TINY = F64(2.0**-27)
+ATAN_HUGE = F64(2.0**54)
+TABLE_STEPS64 = F64(64.0)
+INV_TABLE_STEPS64 = F64(1.0 / 64.0)
+REL_FAST64 = F64(2.0**-62)
+NAN64 = F64(np.nan)
+ZERO64 = F64(0.0)
+SHIFT64 = F64(6755399441055744.0)  # 1.5 2^52: (y + SHIFT) - SHIFT rounds y to an integer
+
+
+@jitable
+def _atan_special(x):
+    """(result, True) for NaN, |x| <= 2^-27 and |x| >= 2^54 (infinities
+    included), else (anything, False)."""
+    if x != x:
+        return NAN64, True
+    a = fabs(x)
+    if a <= ATAN_TINY:
+        return x, True
+    if a >= ATAN_HUGE:
+        return (negate(PIO2_64) if x < ZERO64 else PIO2_64), True
+    return ZERO64, False
+
+
+@jitable
+def _atan_centre(vh):
+    """(j, c = j/64, v_h - c), j = round(64 v_h) (every step exact)."""
+    jf = sub_rn(add_rn(mul_rn(vh, TABLE_STEPS64), SHIFT64), SHIFT64)
+    return np.int64(jf), mul_rn(jf, INV_TABLE_STEPS64), fma_rn(negate(jf), INV_TABLE_STEPS64, vh)
+
+
+@jitable
+def atan_fast64(x):
+    """(atan(x) correctly rounded, True) where the double-double fast path and
+    its rounding test decide, else (anything, False)."""
+    r, done = _atan_special(x)
+    if done:
+        return r, True
+    a = fabs(x)
+    inverse = a > ONE
+    if inverse:
+        vh, vl = dd_div_fast(ONE, ZERO64, a, ZERO64)
+    else:
+        vh, vl = a, ZERO64
+    j, c, d = _atan_centre(vh)
+    dh, dl = two_sum(d, vl)
+    p, pe = two_prod(vh, c)
+    nh, nl = two_sum(ONE, p)
+    nl = add_rn(nl, fma_rn(vl, c, pe))
+    uh, ul = dd_div_fast(dh, dl, nh, nl)
+    z = mul_rn(uh, uh)
+    poly = fma_rn(z, fma_rn(z, fma_rn(z, A9, A7), A5), A3)
+    sl = fma_rn(mul_rn(uh, z), poly, fma_rn(negate(ul), z, ul))  # atan u = uh + sl
+    h, e = two_sum(ATAN_TABLE[j, 0], uh)
+    l = add_rn(add_rn(e, ATAN_TABLE[j, 1]), sl)
+    h, l = fast_two_sum(h, l)
+    if inverse:
+        h, l = dd_add(PIO2_H, PIO2_M, negate(h), negate(l))
+    lo, hi = bracket_err(h, l, mul_rn(fabs(h), REL_FAST64))
+    return (negate(lo) if x < ZERO64 else lo), lo == hi
+
+
+@jitable
+def atan_accurate64(x):
+    """atan(x) by the triple-double path alone (also used by tests)."""
+    r, done = _atan_special(x)
+    if done:
+        return r
+    a = fabs(x)
+    inverse = a > ONE
+    if inverse:
+        vh, vm, vl = td_div(ONE, ZERO64, ZERO64, a, ZERO64, ZERO64)
+    else:
+        vh, vm, vl = a, ZERO64, ZERO64
+    j, c, d = _atan_centre(vh)
+    dh, dm, dl = td_renorm(d, vm, vl)
+    ph, pm, pl = td_mul(vh, vm, vl, c, ZERO64, ZERO64)
+    nh, nm, nl = td_add(ONE, ZERO64, ZERO64, ph, pm, pl)
+    uh, um, ul = td_div(dh, dm, dl, nh, nm, nl)
+    zh, zm, zl = td_mul(uh, um, ul, uh, um, ul)
+    qh = ATAN_TD[10, 0]
+    qm = ATAN_TD[10, 1]
+    ql = ATAN_TD[10, 2]
+    for k in range(9, -1, -1):
+        qh, qm, ql = td_mul(qh, qm, ql, zh, zm, zl)
+        qh, qm, ql = td_add(qh, qm, ql, ATAN_TD[k, 0], ATAN_TD[k, 1], ATAN_TD[k, 2])
+    qh, qm, ql = td_mul(qh, qm, ql, uh, um, ul)  # atan u
+    rh, rm, rl = td_add(ATAN_TABLE[j, 0], ATAN_TABLE[j, 1], ATAN_TABLE[j, 2], qh, qm, ql)
+    if inverse:
+        rh, rm, rl = td_add(PIO2_H, PIO2_M, PIO2_L, negate(rh), negate(rm), negate(rl))
+    r = td_round(rh, rm, rl, 0)
+    return negate(r) if x < ZERO64 else r
+
+
+@jitable
+def atan_f64(x):
+    r, ok = atan_fast64(x)
+    if ok:
+        return r
+    return atan_accurate64(x)

@@ -15,6 +15,7 @@ from ...primitives.rounding import bitcast, jitable, negate
 from .core import abs32, neg32, signbit32
 from .exception_tables import exception_arrays, finish
 from .trig_reduction import cos_halfpi, reduce_quadrant, sin_halfpi
+from .trig64 import COS, trig_f64, trig_fast64
 
 NAN32 = np.float32(np.nan)
 INF32 = np.float32(np.inf)
@@ -166,3 +167,16 @@ def cos_f32(x):
     if x != x or a == INF32:
         return NAN32
     return finish(cos_approx(a), _KEYS, _VALUES, bitcast(a))
+
+
+@jitable
+def cos_f64(x):
+    """cos for float64, correctly rounded (softrep/algorithms/math/trig64.py)."""
+    return trig_f64(x, COS)
+
+
+@jitable
+def cos_fast64(x):
+    """(the correctly rounded cos(x), True) where the float64 fast path decides, else (anything, False)."""
+    return trig_fast64(x, COS)
+

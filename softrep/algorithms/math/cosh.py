@@ -7,6 +7,13 @@ of two positive terms one rounding: < 2^-49.5.
 Accurate path: the same in double-double from exp_dd (< 2^-92).  It is needed
 for instance near |x| = 2^-11.5, where cosh x = 1 + x^2/2 comes within 2^-71 of
 the midpoint 1 + 2^-24.
+
+float64 (`cosh_f64`, correctly rounded; scheme: multiword.py), on a = |x|:
+* a < 2^-26: cosh a = 1 + a^2/2 + ... < 1 + 2^-53, below the midpoint above 1:
+  the result is 1.
+* otherwise (e^a + e^-a)/2 from explog64.exp_pm_dd / exp_pm_td, a sum of
+  positive terms: < 2^-99.5 (rounding test 2^-97) and < 2^-147.5 relative.
+* a > 710.48: inf (overflow above 710.4758...).
 """
 
 import numpy as np
@@ -14,6 +21,8 @@ import numpy as np
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn
 from .core import (abs32, neg32, F64, HALF, INF32, NAN32, ONE, ZERO, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
                     round_if_safe)
+from .explog64 import exp_pm_dd, exp_pm_td
+from .multiword import dd_error, td_round, ziv_round
 
 COSH_OVERFLOW = np.float32(90.0)
 
@@ -33,3 +42,32 @@ def cosh_f32(x):
     ih, il = dd_div(ONE, ZERO, eh, el)
     h, l = dd_add(eh, el, ih, il)
     return dd_to_f32(mul_rn(h, HALF), mul_rn(l, HALF))
+
+
+COSH64_OVERFLOW = F64(710.48)
+COSH64_TINY = F64(2.0**-26)
+COSH64_EPS = F64(2.0**-97)
+INF64 = F64(np.inf)
+ONE64 = F64(1.0)
+
+
+@jitable
+def cosh_fast64(x):
+    if x != x:
+        return x, True
+    a = fabs(x)
+    if a < COSH64_TINY:
+        return ONE64, True
+    if a > COSH64_OVERFLOW:
+        return INF64, True
+    h, l, q = exp_pm_dd(a, False)
+    return ziv_round(h, l, dd_error(h, COSH64_EPS), q - np.int64(1))
+
+
+@jitable
+def cosh_f64(x):
+    r, ok = cosh_fast64(x)
+    if ok:
+        return r
+    h, m, l, q = exp_pm_td(fabs(x), False)
+    return td_round(h, m, l, q - np.int64(1))

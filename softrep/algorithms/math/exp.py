@@ -7,12 +7,18 @@ double computation handles overflow and subnormal results itself.
 
 Fast path: `exp_core(x, 0)`, relative error < 2^-50.5 (argued in _core).
 Accurate path: `exp_dd(x, 0)`, relative error < 2^-92.
+
+float64 (`exp_f64`, correctly rounded; scheme: multiword.py): the table-driven
+double-double exp of explog64.py with the rounding test, else its
+triple-double version.
 """
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, jitable, mul_rn, negate, sub_rn
-from .core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe, two_sum
+from ...primitives.rounding import jitable
+from .core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
+from .explog64 import exp_dd as exp_dd64, exp_td
+from .multiword import dd_error, td_round, ziv_round
 
 EXP_OVERFLOW = np.float32(89.0)
 EXP_UNDERFLOW = np.float32(-104.0)
@@ -39,38 +45,35 @@ def exp_f32(x):
     return dd_to_f32(h, l)
 
 
-EXP64_OVERFLOW = F64(709.8)  # e^709.79 > DBL_MAX + ulp/2
-EXP64_UNDERFLOW = F64(-745.2)  # e^-745.14 < 2^-1075: rounds to +0
-EXP64_SUBNORMAL = F64(-708.0)  # below, the result is (nearly) subnormal: scale by 2^-512
-SHIFT512_H = F64(float.fromhex("0x1.62e42fefa39efp+8"))  # 512 ln2, double-double
-SHIFT512_L = F64(float.fromhex("0x1.abc9e3b39803fp-47"))
-TWO_M512 = F64(2.0**-512)
-TWO_P512 = F64(2.0**512)
-EXP64_LARGE = F64(700.0)  # above, 2^k would overflow inside exp_dd: scale by 2^512
+EXP64_OVERFLOW = F64(709.79)  # above: e^x > 2^1024 (1 - 2^-54), rounds to inf
+EXP64_UNDERFLOW = F64(-745.2)  # below: e^x < 2^-1075, rounds to +0
+EXP64_EPS = F64(2.0**-97)  # exp_dd's relative error is < 2^-101 (explog64.py)
 INF64 = F64(np.inf)
 
 
 @jitable
-def exp_f64(x):
-    """exp for float64, faithfully rounded (not proven correctly rounded): the
-    double-double exp_dd (relative error < 2^-92) rounded to its leading double
-    (hi = RN(hi + lo) after the final fast_two_sum).  Deterministic on every
-    backend, like everything built from the primitives.  Results below 2^-1022:
-    e^(x + 512 ln2) 2^-512, the last product rounding once into the subnormals;
-    above 700, e^(x - 512 ln2) 2^512."""
+def exp_fast64(x):
+    """(exp(x) correctly rounded, True), or (undecided, False) where the
+    double-double fast path cannot decide (explog64.exp_dd, relative error
+    < 2^-101, tested with 2^-97).  Between 709.7827 (ln of the overflow
+    threshold) and 709.79, and between -745.2 and -745.1332 (ln 2^-1075), the
+    scaled rounding gives inf and 0 itself."""
     if x != x:
-        return x
+        return x, True
     if x > EXP64_OVERFLOW:
-        return INF64
+        return INF64, True
     if x < EXP64_UNDERFLOW:
-        return ZERO
-    if x < EXP64_SUBNORMAL:
-        zh, zl = two_sum(x, SHIFT512_H)
-        h, l = exp_dd(zh, add_rn(zl, SHIFT512_L))
-        return mul_rn(add_rn(h, l), TWO_M512)
-    if x > EXP64_LARGE:
-        zh, zl = two_sum(x, negate(SHIFT512_H))
-        h, l = exp_dd(zh, sub_rn(zl, SHIFT512_L))
-        return mul_rn(add_rn(h, l), TWO_P512)  # exact, or overflow to inf
-    h, l = exp_dd(x, ZERO)
-    return add_rn(h, l)
+        return ZERO, True
+    h, l, q = exp_dd64(x, ZERO)
+    return ziv_round(h, l, dd_error(h, EXP64_EPS), q)
+
+
+@jitable
+def exp_f64(x):
+    """exp for float64, correctly rounded: the fast path, else the triple-double
+    exp_td (relative error < 2^-149) rounded once."""
+    r, ok = exp_fast64(x)
+    if ok:
+        return r
+    h, m, l, q = exp_td(x, ZERO, ZERO)
+    return td_round(h, m, l, q)

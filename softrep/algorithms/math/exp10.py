@@ -9,13 +9,28 @@ Exact cases: 10^n for n = 0..10 is a float32; the fast path is within 2^-50 of
 it, far from any rounding boundary.  10^n for n = 11..38 is an odd multiple of
 5^n with 26 to 89 significant bits: not a float32 midpoint, and at least
 2^-89 away from one relatively, which the accurate path resolves.
+
+float64 (`exp10_f64`, correctly rounded; scheme: multiword.py): integer x in
+[-323, 308] reads 10^x from a table of the correctly rounded powers (exact
+rationals rounded at import: 10^23 is an exact midpoint between two doubles,
+and other integer powers are rationals that no error bound separates from a
+midpoint in general).  Other x: z = x ln10 in triple-double (two exact
+two_prods, one rounded product, td_add: < 2^-143.5 absolutely for |z| < 746),
+then explog64's exp_dd on (zh, RN(zm + zl)) (z to 2^-96.5 absolutely, so
+< 2^-95.9 relative in all; the rounding test uses 2^-94) or exp_td (< 2^-143).
+10^x overflows above 308.2547... and rounds to +0 below -323.6066 (2^-1075);
+the cut-offs 308.26 and -323.7 leave the values between to the scaled rounding.
 """
 
 import numpy as np
 
-from ...primitives.rounding import fma_rn, jitable
+from fractions import Fraction
+
+from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
 from .core import (F64, INF32, LN10_H, LN10_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
                     two_prod)
+from .explog64 import LN10_TD, SHIFT, exp_dd as exp_dd64, exp_td
+from .multiword import dd_error, td_add, td_round, ziv_round
 
 EXP10_OVERFLOW = np.float32(39.0)
 EXP10_UNDERFLOW = np.float32(-46.0)
@@ -36,3 +51,48 @@ def exp10_f32(x):
         return r
     h, l = exp_dd(zh, zl)
     return dd_to_f32(h, l)
+
+
+EXP10_64_OVERFLOW = F64(308.26)
+EXP10_64_UNDERFLOW = F64(-323.7)
+EXP10_64_EPS = F64(2.0**-94)
+POW10_MIN, POW10_MAX = -323, 308
+# 10^k correctly rounded to float64 for k = -323 .. 308 (Fraction -> float rounds once,
+# subnormals included)
+POW10 = np.array([float(Fraction(10) ** k) for k in range(POW10_MIN, POW10_MAX + 1)], dtype=np.float64)
+INF64 = F64(np.inf)
+ZERO64 = F64(0.0)
+
+
+@jitable
+def exp10_z64(x):
+    """x ln10 as a triple-double."""
+    ah, al = two_prod(x, LN10_TD[0])
+    bh, bl = two_prod(x, LN10_TD[1])
+    return td_add(ah, al, ZERO64, bh, bl, mul_rn(x, LN10_TD[2]))
+
+
+@jitable
+def exp10_fast64(x):
+    if x != x:
+        return x, True
+    if x > EXP10_64_OVERFLOW:
+        return INF64, True
+    if x < EXP10_64_UNDERFLOW:
+        return ZERO64, True
+    n = sub_rn(add_rn(x, SHIFT), SHIFT)  # the integer nearest to x (|x| < 2^51)
+    if n == x:
+        return POW10[np.int64(n) - POW10_MIN], True
+    zh, zm, zl = exp10_z64(x)
+    h, l, q = exp_dd64(zh, add_rn(zm, zl))
+    return ziv_round(h, l, dd_error(h, EXP10_64_EPS), q)
+
+
+@jitable
+def exp10_f64(x):
+    r, ok = exp10_fast64(x)
+    if ok:
+        return r
+    zh, zm, zl = exp10_z64(x)
+    h, m, l, q = exp_td(zh, zm, zl)
+    return td_round(h, m, l, q)

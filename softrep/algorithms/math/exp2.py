@@ -9,13 +9,26 @@ rounding of relative size 2^-53 * 2^-53, so z is x ln2 to 2^-105 relative.
 Fast path exp_core(z) (2^-50.5); accurate path exp_dd(z) (2^-92).
 Integer x gives exactly 2^x on the fast path (the reduced argument is ~2^-100
 and e^r rounds to 1), which passes the rounding test.
+
+float64 (`exp2_f64`, correctly rounded; scheme: multiword.py): k = round(64 x)
+and t = x - k/64 are exact (64 x is exact, and 64 x - k is exact by Sterbenz's
+lemma), |t| <= 1/128; 2^x = 2^(k/64) e^(t ln2) with t ln2 formed exactly to
+2^-106 (double-double: two_prod and one fma) or 2^-158 (triple-double: two
+two_prods and one rounded product, td_add) relative, then the reduced
+exponential cores of explog64.py (< 2^-101 and < 2^-149).  Integer x: t = 0,
+the value is exactly 2^x (table entry 1, e^0 = 1).  2^x overflows for
+x >= 1024 and rounds to +0 for x <= -1075 (2^-1075 is the tie between 0 and
+the smallest subnormal, resolved to even); between, the scaled rounding
+handles subnormal results.
 """
 
 import numpy as np
 
-from ...primitives.rounding import fma_rn, jitable
+from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
 from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
                     two_prod)
+from .explog64 import LN2_TH, LN2_TL, LN2_TM, SHIFT, exp_dd_reduced, exp_td_reduced
+from .multiword import dd_error, td_add, td_round, ziv_round
 
 EXP2_OVERFLOW = np.float32(128.0)
 EXP2_UNDERFLOW = np.float32(-151.0)
@@ -36,3 +49,48 @@ def exp2_f32(x):
         return r
     h, l = exp_dd(zh, zl)
     return dd_to_f32(h, l)
+
+
+EXP2_64_OVERFLOW = F64(1024.0)
+EXP2_64_UNDERFLOW = F64(-1075.0)
+EXP2_64_EPS = F64(2.0**-97)
+SIXTY_FOUR = F64(64.0)
+INV_SIXTY_FOUR = F64(1.0 / 64.0)
+INF64 = F64(np.inf)
+ZERO64 = F64(0.0)
+
+
+@jitable
+def exp2_reduce64(x):
+    """(k, t) with x = k/64 + t exactly, k an integer (as a double), |t| <= 1/128."""
+    y = mul_rn(x, SIXTY_FOUR)
+    kd = sub_rn(add_rn(y, SHIFT), SHIFT)
+    return kd, mul_rn(sub_rn(y, kd), INV_SIXTY_FOUR)
+
+
+@jitable
+def exp2_fast64(x):
+    if x != x:
+        return x, True
+    if x >= EXP2_64_OVERFLOW:
+        return INF64, True
+    if x <= EXP2_64_UNDERFLOW:
+        return ZERO64, True
+    kd, t = exp2_reduce64(x)
+    rh, rl = two_prod(t, LN2_H)
+    rl = fma_rn(t, LN2_L, rl)
+    h, l, q = exp_dd_reduced(kd, rh, rl)
+    return ziv_round(h, l, dd_error(h, EXP2_64_EPS), q)
+
+
+@jitable
+def exp2_f64(x):
+    r, ok = exp2_fast64(x)
+    if ok:
+        return r
+    kd, t = exp2_reduce64(x)
+    ah, al = two_prod(t, LN2_TH)
+    bh, bl = two_prod(t, LN2_TM)
+    rh, rm, rl = td_add(ah, al, ZERO64, bh, bl, mul_rn(t, LN2_TL))
+    h, m, l, q = exp_td_reduced(kd, rh, rm, rl)
+    return td_round(h, m, l, q)

@@ -20,8 +20,10 @@ Pythagorean-like triples reaching a 25-bit midpoint) go to the even float32.
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sqrt_rn, sub_rn
-from .core import WINDOW_HI, WINDOW_LO, abs32, round_if_safe
+from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, sqrt_rn, sub_rn
+from .core import WINDOW_HI, WINDOW_LO, abs32, dd_add, round_if_safe, two_prod
+from .exact64 import (bracket, bracket_outward, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid)
+from .wide_int import wide, wide_add, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
 
 F64 = np.float64
@@ -50,3 +52,121 @@ def hypot_f32(x, y):
     m = midpoint32(lo32, hi32)
     d = mul_rn(sub_rn(m, a), add_rn(m, a))
     return pick(lo32, hi32, sub_rn(b2, d))
+
+
+# --------------------------------------------------------------------------- float64
+#
+# hypot_f64: correctly rounded for every pair of doubles, subnormal and
+# overflowing results included, by an exact decision
+# (softrep/algorithms/math/exact64.py); no hard-case table is involved.
+#
+# a = max(|x|, |y|), b = min.  If b <= 2^-28 a the result is a: the exact
+# value is below a + b^2/(2a) <= a (1 + 2^-57), while ulp(a) > 2^-53 a (2^-52 a
+# for subnormal a), so it lies less than ulp(a)/16 above a.  (2^28 b is exact
+# or infinite.)  Otherwise b > 2^-28 a.
+#
+# Scaling: a = f 2^e with 1 <= f < 2; as = f and bs = b 2^-e, an exact scaling
+# (two steps by 2^-floor(e/2), 2^-ceil(e/2), both representable; bs >= 2^-28,
+# and every intermediate lies between b and bs, so nothing is rounded), and
+# the result is RN(v' 2^e), v' = sqrt(as^2 + bs^2) in [1, 2.83).
+#
+# Double-double evaluation of v': as^2 = p1 + e1 and bs^2 = p2 + e2 exactly
+# (two_prod; bs^2 >= 2^-56, no underflow), S = sh + sl by dd_add (positive
+# terms: relative error < 2^-104); h = RN(sqrt(sh)); l = (sh - h^2 + sl)/(2h)
+# with h^2 = q + qe exact, sh - q exact (Sterbenz), two more roundings of a
+# value below 2^-51 S (< 2^-103 S absolutely) and the division (2^-53 of
+# |l| <= 2^-52 h).  The omitted second-order term (S - h^2)^2/(8 h^3) is below
+# 2^-107 h.  So |h + l - v'| < 2^-102 v'; the bracket uses 2^-98, and each end
+# is scaled back by one multiplication by 2^e (`to_grid`: exact, or rounding
+# to inf where the result overflows).  Where the result may be subnormal
+# (e < -1021) the ends are rounded outward instead (`bracket_outward`), so
+# that each is rounded once onto the subnormal grid.
+#
+# Decision (exact64.py), against the midpoint m after a candidate double:
+# v > m  <=>  a^2 + b^2 > m^2  <=>
+#   A^2 2^(2 (ea - E)) + B^2 2^(2 (eb - E)) > M^2 2^(2 (km - E)),   E = min(eb, km)
+# with a = A 2^ea, b = B 2^eb, m = M 2^km.  Since b > 2^-28 a, ea - eb < 29;
+# the lower window end is at least the double below a, so km >= ea - 2, and
+# m < 1.5 a gives km <= ea + 1.  The terms are below 2^164, 2^106 and 2^170:
+# the 320-bit integers hold them.  Ties (a^2 + b^2 = m^2 exactly) exist
+# (scaled Pythagorean triples) and go to the even double; m = 2^1024 - 2^970
+# (the overflow threshold, lower end DBL_MAX) ties to inf, as IEEE rounding does.
+
+NAN64 = F64(np.nan)
+INF64 = F64(np.inf)
+ZERO64 = F64(0.0)
+TWO_P28 = F64(2.0**28)
+REL_2M98 = F64(2.0**-98)
+SUBNORMAL_SCALE = -1021  # a < 2^-1021: the result may be subnormal (v < 2.83 * 2^-1022)
+
+
+@jitable
+def _hypot_ends(x, y, rel):
+    """(lo, hi, True) with lo <= RN(hypot) <= hi from the double-double
+    evaluation (bracket half-width rel), or (result, result, False) where the
+    result is known without it (infinities, NaN, b <= 2^-28 a)."""
+    a = fabs(x)
+    b = fabs(y)
+    if a == INF64 or b == INF64:
+        return INF64, INF64, False
+    if x != x or y != y:
+        return NAN64, NAN64, False
+    if a < b:
+        a, b = b, a
+    if mul_rn(b, TWO_P28) <= a:
+        return a, a, False  # also hypot(+-0, +-0) = +0
+    f, e = split_exponent(a)
+    e1 = e // 2
+    bs = mul_rn(mul_rn(b, pow2_any(-e1)), pow2_any(e1 - e))
+    p1, q1 = two_prod(f, f)
+    p2, q2 = two_prod(bs, bs)
+    sh, sl = dd_add(p1, q1, p2, q2)
+    h = sqrt_rn(sh)
+    q, qe = two_prod(h, h)
+    l = div_rn(add_rn(sub_rn(sub_rn(sh, q), qe), sl), add_rn(h, h))
+    if e < SUBNORMAL_SCALE:
+        lo, hi = bracket_outward(h, l, rel)
+    else:
+        lo, hi = bracket(h, l, rel)
+    scale = pow2_any(e)
+    return to_grid(lo, scale), to_grid(hi, scale), True
+
+
+@jitable
+def hypot_f64_window(x, y, rel):
+    """hypot_f64 with the bracket's relative half-width as a parameter (any
+    2^-98 <= rel <= 2^-56 gives the same bits; tests widen it to exercise
+    the exact decision)."""
+    lo, hi, finite = _hypot_ends(x, y, rel)
+    if not finite:
+        return lo
+    a = fabs(x)
+    b = fabs(y)
+    if a < b:
+        a, b = b, a
+    aa, ea = significand(a)
+    bb, eb = significand(b)
+    r = lo
+    while r != hi:
+        mm, km = midpoint_of(r)
+        base = eb if eb < km else km
+        lhs = wide_add(wide_shl(wide_mul(wide(aa), aa), 2 * (ea - base)),
+                       wide_shl(wide_mul(wide(bb), bb), 2 * (eb - base)))
+        c = wide_cmp(lhs, wide_shl(wide_mul(wide(mm), mm), 2 * (km - base)))
+        if c <= 0:
+            return settle(r, c)
+        r = next_up(r)
+    return r
+
+
+@jitable
+def hypot_fast64(x, y):
+    """(hypot(x, y) correctly rounded, True) where both ends of the bracket
+    round alike, else (anything, False): the exact decision is needed."""
+    lo, hi, finite = _hypot_ends(x, y, REL_2M98)
+    return lo, (not finite) or lo == hi
+
+
+@jitable
+def hypot_f64(x, y):
+    return hypot_f64_window(x, y, REL_2M98)

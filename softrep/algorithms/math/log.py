@@ -5,12 +5,17 @@ log(1) = +0 (s = 0 in the series, and e = 0).
 Fast path: `log_core` (x = 2^e m, sqrt(1/2) <= m < sqrt(2), log m = 2 atanh((m-1)/(m+1)),
 relative error < 2^-50).  Subnormal float32 inputs are normal doubles.
 Accurate path: `log_dd` (one Newton step on exp_dd; relative error < 2^-68).
+
+float64 (`log_f64`, correctly rounded; scheme: multiword.py): explog64's
+double-double log with the rounding test, else its triple-double version.
 """
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, jitable, mul_rn, negate
-from .core import F64, INF32, NAN32, ZERO, dd_add, dd_to_f32, log_core, log_dd, round_if_safe
+from ...primitives.rounding import jitable, negate
+from .core import F64, INF32, NAN32, ZERO, dd_to_f32, log_core, log_dd, round_if_safe
+from .explog64 import log_dd as log_dd64, log_split, log_td
+from .multiword import dd_error, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
 ONE_F32 = np.float32(1.0)
@@ -39,29 +44,44 @@ def log_f32(x):
     return dd_to_f32(h, l)
 
 
-TWO_P54 = F64(2.0**54)
-LN2_54_H = F64(float.fromhex("0x1.2b708872320e2p+5"))  # 54 ln2, double-double
-LN2_54_L = F64(float.fromhex("-0x1.570da7e077bcbp-50"))
-MIN_NORMAL64 = F64(2.0**-1022)
 ZERO64 = F64(0.0)
 NAN64 = F64(np.nan)
 INF64 = F64(np.inf)
+LOG64_EPS = F64(2.0**-93)  # log_dd's relative error is < 2^-95.5 (explog64.py)
+
+
+@jitable
+def log_special64(x):
+    """(result, True) for NaN, negative, zero and infinite x, else (x, False)."""
+    if x != x or x < ZERO64:
+        return NAN64, True
+    if x == ZERO64:
+        return negate(INF64), True
+    if x == INF64:
+        return INF64, True
+    return x, False
+
+
+@jitable
+def log_fast64(x):
+    """(log(x) correctly rounded, True), or (undecided, False) where the
+    double-double fast path (explog64.log_dd) cannot decide.  log(1) = +0
+    (the series of log m gives an exact 0)."""
+    r, special = log_special64(x)
+    if special:
+        return r, True
+    e, m = log_split(x)
+    h, l = log_dd64(e, m)
+    return ziv_round(h, l, dd_error(h, LOG64_EPS), 0)
 
 
 @jitable
 def log_f64(x):
-    """log for float64, faithfully rounded (not proven correctly rounded): log_dd
-    (Newton step on exp_dd) rounded to its leading double.  Subnormal x are
-    scaled by 2^54 first (exact) and 54 ln2 subtracted in double-double."""
-    if x != x or x < ZERO64:
-        return NAN64
-    if x == ZERO64:
-        return negate(INF64)
-    if x == INF64:
-        return INF64
-    if x < MIN_NORMAL64:
-        h, l = log_dd(mul_rn(x, TWO_P54), ZERO)
-        h, l = dd_add(h, l, negate(LN2_54_H), negate(LN2_54_L))
-    else:
-        h, l = log_dd(x, ZERO)
-    return add_rn(h, l)
+    """log for float64, correctly rounded: the fast path, else the
+    triple-double log_td (relative error < 2^-144) rounded once."""
+    r, ok = log_fast64(x)
+    if ok:
+        return r
+    e, m = log_split(x)
+    h, mm, l = log_td(e, m)
+    return td_round(h, mm, l, 0)

@@ -7,13 +7,26 @@ cancels at most a factor 2: relative error < 2^-49.5.
 Exact cases: log10(10^n) = n for n = 1..10 (10^n is a float32); the fast path
 is within 2^-49 of n, far from a rounding boundary.
 Accurate path: log_dd(x) * (1/ln10 as a double-double), relative error < 2^-67.
+
+float64 (`log10_f64`, correctly rounded; scheme: multiword.py): x = 2^e m as in
+explog64.py, log10(x) = e log10(2) + log(m)/ln10: e log10(2) with an exact
+two_prod and one fma (< 2^-104) or two two_prods and a rounded product
+(< 2^-157), log m (< 2^-95.9, < 2^-144.3) times 1/ln10 (dd_mul / td_mul);
+|log(m)/ln10| <= log10(2)/2, so for e != 0 the sum cancels at most a factor
+2: < 2^-94.8 (rounding test: 2^-93) and < 2^-143.  Exact cases: log10(10^n)
+= n for the doubles 10^n (n = 0 .. 22): the value is an integer, a double far
+from every rounding boundary, which both paths decide; log10(x) is irrational
+for every other double x.
 """
 
 import numpy as np
 
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn
-from .core import (F64, INF32, INV_LN10, INV_LN10_L, LOG10_2_H, LOG10_2_L, NAN32, ZERO, dd_mul, dd_to_f32,
-                    log_dd, log_reduce, logm_core, round_if_safe)
+from .core import (F64, INF32, INV_LN10, INV_LN10_L, LOG10_2_H, LOG10_2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32,
+                    log_dd, log_reduce, logm_core, round_if_safe, two_prod)
+from .explog64 import INV_LN10_TD, LOG10_2_TD, log_m_dd, log_m_td, log_split
+from .log import log_special64
+from .multiword import dd_error, td_add, td_mul, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
 NEG_INF32 = np.float32(-np.inf)
@@ -36,3 +49,37 @@ def log10_f32(x):
     lh, ll = log_dd(xd, ZERO)
     h, l = dd_mul(lh, ll, INV_LN10, INV_LN10_L)
     return dd_to_f32(h, l)
+
+
+LOG10_64_EPS = F64(2.0**-93)
+
+
+@jitable
+def log10_fast64(x):
+    r, special = log_special64(x)
+    if special:
+        return r, True
+    e, m = log_split(x)
+    ed = F64(np.int32(e))
+    lh, ll = log_m_dd(m)
+    ph, pl = dd_mul(lh, ll, INV_LN10, INV_LN10_L)
+    eh, el = two_prod(ed, LOG10_2_H)
+    el = fma_rn(ed, LOG10_2_L, el)
+    h, l = dd_add(eh, el, ph, pl)
+    return ziv_round(h, l, dd_error(h, LOG10_64_EPS), np.int64(0))
+
+
+@jitable
+def log10_f64(x):
+    r, ok = log10_fast64(x)
+    if ok:
+        return r
+    e, m = log_split(x)
+    ed = F64(np.int32(e))
+    lh, lm, ll = log_m_td(m)
+    ph, pm, pl = td_mul(lh, lm, ll, INV_LN10_TD[0], INV_LN10_TD[1], INV_LN10_TD[2])
+    ah, al = two_prod(ed, LOG10_2_TD[0])
+    bh, bl = two_prod(ed, LOG10_2_TD[1])
+    eh, em, el = td_add(ah, al, ZERO, bh, bl, mul_rn(ed, LOG10_2_TD[2]))
+    h, mm, l = td_add(eh, em, el, ph, pm, pl)
+    return td_round(h, mm, l, np.int64(0))

@@ -17,8 +17,10 @@ float32 x unless m is a power of two, which a midpoint is not.
 
 import numpy as np
 
-from ...primitives.rounding import div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn
-from .core import WINDOW_HI, WINDOW_LO, round_if_safe
+from ...primitives.rounding import div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
+from .core import WINDOW_HI, WINDOW_LO, round_if_safe, two_prod
+from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
+from .wide_int import wide, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
 
 F64 = np.float64
@@ -47,3 +49,97 @@ def rsqrt_f32(x):
     m = midpoint32(lo32, hi32)
     e = fma_rn(mul_rn(m, m), xd, MINUS_ONE)
     return pick(lo32, hi32, negate(e))
+
+
+# --------------------------------------------------------------------------- float64
+#
+# rsqrt_f64: correctly rounded for every double, by an exact decision
+# (softrep/algorithms/math/exact64.py); no hard-case table is involved.
+#
+# Reduction: x = f 2^(2k + j), 1 <= f < 2, j in {0, 1}; xm = f 2^j in [1, 4)
+# and rsqrt(x) = rsqrt(xm) 2^-k, an exact scaling (the result lies in
+# [2^-512, 2^537], never subnormal, never overflowing).
+#
+# Double-double evaluation of v = xm^(-1/2) in (1/2, 1]:
+# * y0 = RN(1 / RN(sqrt(xm))): relative error < 2^-51.9.
+# * r = 1 - xm y0^2, |r| < 2^-50.9, almost exactly: y0^2 = p + e and
+#   xm p = q + f are exact (two_prod, no underflow in this range);
+#   1 - q is exact (Sterbenz, q in [1/2, 2]); the two subtractions of f and
+#   RN(xm e) (|xm e| < 2^-104) round at the magnitude of r: |error| < 2^-103.
+# * v = y0 (1 - r)^(-1/2) = y0 (1 + r/2 + 3r^2/8 + 5r^3/16 + ...): the
+#   correction c = y0 r (1/2 + 3r/8) has relative rounding error < 2^-51 and
+#   is below 2^-51.5 y0, the omitted terms are below 2^-152 y0, the error of
+#   r contributes < 2^-103.5 y0.  So |y0 + c - v| < 2^-101 v; the bracket
+#   uses 2^-98.
+# Decision (exact64.py) against the midpoint m after a candidate double:
+# v > m  <=>  m^2 x < 1  <=>  M^2 X < 2^p  (m = M 2^km, x = X 2^kx, p = -(2 km + kx)).
+# M^2 X is within 2^-96 of 2^p relatively, so 106 <= p <= 161: the integers
+# fit the 320-bit comparison.  A tie needs M^2 X = 2^p with M > 1 odd:
+# impossible.
+
+NAN64 = F64(np.nan)
+INF64 = F64(np.inf)
+ZERO64 = F64(0.0)
+HALF64 = F64(0.5)
+THREE_EIGHTHS = F64(0.375)
+REL_2M98 = F64(2.0**-98)
+ONE_U64 = np.uint64(1)
+
+
+@jitable
+def _rsqrt_ends(x, rel):
+    """(lo, hi, True) with lo <= RN(rsqrt x) <= hi from the double-double
+    evaluation (bracket half-width rel), or (result, result, False) for the
+    special values."""
+    if x != x or x < ZERO64:
+        return NAN64, NAN64, False
+    if x == ZERO64:
+        r = div_rn(ONE, x)  # +inf for +0, -inf for -0
+        return r, r, False
+    if x == INF64:
+        return ZERO64, ZERO64, False
+    f, e = split_exponent(x)
+    k = e // 2
+    xm = with_exponent(f, e - 2 * k)
+    y0 = div_rn(ONE, sqrt_rn(xm))
+    p, pe = two_prod(y0, y0)
+    q, qe = two_prod(xm, p)
+    r = sub_rn(sub_rn(sub_rn(ONE, q), qe), mul_rn(xm, pe))
+    c = mul_rn(y0, mul_rn(r, fma_rn(r, THREE_EIGHTHS, HALF64)))
+    lo, hi = bracket(y0, c, rel)
+    scale = pow2_any(-k)
+    return to_grid(lo, scale), to_grid(hi, scale), True
+
+
+@jitable
+def rsqrt_f64_window(x, rel):
+    """rsqrt_f64 with the bracket's relative half-width `rel` as a parameter:
+    any 2^-98 <= rel <= 2^-56 (a window narrower than the spacing of doubles)
+    gives the same, correctly rounded, bits; a wide one sends many inputs
+    through the exact decision (tests)."""
+    lo, hi, finite = _rsqrt_ends(x, rel)
+    if not finite:
+        return lo
+    xx, kx = significand(x)
+    r = lo
+    while r != hi:
+        mm, km = midpoint_of(r)
+        m2x = wide_mul(wide_mul(wide(mm), mm), xx)
+        c = wide_cmp(wide_shl(wide(ONE_U64), -(2 * km + kx)), m2x)
+        if c <= 0:
+            return settle(r, c)
+        r = next_up(r)
+    return r
+
+
+@jitable
+def rsqrt_fast64(x):
+    """(rsqrt(x) correctly rounded, True) where both ends of the bracket round
+    alike, else (anything, False): the exact decision is needed."""
+    lo, hi, finite = _rsqrt_ends(x, REL_2M98)
+    return lo, (not finite) or lo == hi
+
+
+@jitable
+def rsqrt_f64(x):
+    return rsqrt_f64_window(x, REL_2M98)

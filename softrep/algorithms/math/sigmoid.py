@@ -8,14 +8,32 @@ result rounds to 1; the clamp uses 120 -> 1.
 Fast path: t = exp_core(-|x|) (2^-50.5); 1 + t and the division round once
 each, no cancellation: < 2^-49.5.
 Accurate path: the same in double-double from exp_dd (< 2^-91).
+
+float64 (`sigmoid_f64`, correctly rounded; scheme: multiword.py): t = e^-|x| =
+(h + l) 2^q from explog64 (< 2^-101 / < 2^-149), then
+* x >= 0: 1/(1 + t), t scaled exactly (q >= -58): 1 + t (no cancellation,
+  dd_add < 2^-104, td_add < 2^-152) and the division (< 2^-100 / < 2^-148):
+  < 2^-99 (rounding test 2^-96) and < 2^-147 relative.
+* x < 0: t/(1 + t) = (h + l)/(1 + (h + l) 2^q) times 2^q, rounded once with
+  the scale (subnormal results below x = -708.4 included); for q < -160 the
+  denominator is 1 to within 2^-159 and is left out.  Same bounds.
+* |x| < 2^-30: sigmoid(x) = 1/2 + x/4 - x^3/48 + x^5/480 - ..., rounded exactly
+  by `round_sum` (RN of 1/2 + x/4 + c with c = RN(-x^3/48)): 1/2 + x/4 is
+  exact in the sum, and either it is a midpoint, which the sign of the cubic
+  term decides (the quintic one is 2^-60 x^2 times smaller), or it lies at
+  least ulp(x/4) >= 2^-55 |x| from every midpoint, far beyond the cubic term
+  (< 2^-64 |x|).  This is the one place where no error bound would do: for
+  x = -2^-53 the value is 2^-164 above a midpoint.
+* x > 40: 1; x < -745.2: +0.
 """
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, div_rn, fabs, jitable, negate
-from .exp import exp_f64
+from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
 from .core import (abs32, clamp, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
-                    round_if_safe)
+                    pow2, round_if_safe)
+from .explog64 import exp_dd as exp_dd64, exp_td
+from .multiword import dd_error, round_sum, td_add, td_div, td_round, ziv_round
 
 SIGMOID_HI = np.float32(120.0)
 SIGMOID_LO = np.float32(-120.0)
@@ -53,26 +71,59 @@ def sigmoid_f32(x):
     return dd_to_f32(h, l)
 
 
-SIGMOID64_HI = F64(40.0)  # 1 - sigmoid(40) < 2^-57: rounds to 1
-SIGMOID64_LO = F64(-708.0)  # below, 1 + e^x = 1 to 2^-1021: sigmoid(x) = exp(x)
+SIGMOID64_HI = F64(40.0)  # 1 - sigmoid(40) < e^-40 < 2^-57: rounds to 1
+SIGMOID64_LO = F64(-745.2)  # sigmoid(x) < e^x < 2^-1075: rounds to +0
+SIGMOID64_EPS = F64(2.0**-96)
+SIGMOID64_DROP = np.int64(-160)  # x < 0 with q < -160: t < 2^-159, 1 + t is 1 for both paths
 ONE64 = F64(1.0)
+ZERO64 = F64(0.0)
+
+
+SIGMOID64_TINY = F64(2.0**-30)
+HALF64 = F64(0.5)
+QUARTER64 = F64(0.25)
+MINUS_1_48 = F64(-1.0 / 48.0)
+
+
+@jitable
+def sigmoid_fast64(x):
+    if x != x:
+        return x, True
+    if x > SIGMOID64_HI:
+        return ONE64, True
+    if x < SIGMOID64_LO:
+        return ZERO64, True
+    if fabs(x) < SIGMOID64_TINY:
+        # 1/2 + x/4 - x^3/48 + x^5/480 - ...: 1/2 + x/4 can be a midpoint exactly
+        # (x = -2^-53), which only the cubic term decides, 2^-164 below it.
+        return round_sum(HALF64, mul_rn(x, QUARTER64), mul_rn(mul_rn(mul_rn(x, x), x), MINUS_1_48)), True
+    h, l, q = exp_dd64(negate(fabs(x)), ZERO)
+    if x >= ZERO64:
+        s = pow2(q)
+        dh, dl = dd_add(ONE, ZERO, mul_rn(h, s), mul_rn(l, s))
+        h, l = dd_div(ONE, ZERO, dh, dl)
+        return ziv_round(h, l, dd_error(h, SIGMOID64_EPS), np.int64(0))
+    if q >= SIGMOID64_DROP:
+        s = pow2(q)
+        dh, dl = dd_add(ONE, ZERO, mul_rn(h, s), mul_rn(l, s))
+        h, l = dd_div(h, l, dh, dl)
+    return ziv_round(h, l, dd_error(h, SIGMOID64_EPS), q)
 
 
 @jitable
 def sigmoid_f64(x):
-    """sigmoid for float64, faithfully rounded (not proven correctly rounded):
-    t = exp_dd(-|x|), 1/(1 + t) or t/(1 + t) in double-double, rounded to the
-    leading double; below -708 it is exp_f64(x) (relative difference < 2^-1021)."""
-    if x != x:
-        return x
-    if x > SIGMOID64_HI:
-        return ONE64
-    if x < SIGMOID64_LO:
-        return exp_f64(x)
-    th, tl = exp_dd(negate(fabs(x)), ZERO)
-    dh, dl = dd_add(ONE, ZERO, th, tl)
-    if x >= ZERO:
-        h, l = dd_div(ONE, ZERO, dh, dl)
-    else:
-        h, l = dd_div(th, tl, dh, dl)
-    return add_rn(h, l)
+    """sigmoid for float64, correctly rounded (module docstring)."""
+    r, ok = sigmoid_fast64(x)
+    if ok:
+        return r
+    h, m, l, q = exp_td(negate(fabs(x)), ZERO, ZERO)
+    if x >= ZERO64:
+        s = pow2(q)
+        dh, dm, dl = td_add(ONE, ZERO, ZERO, mul_rn(h, s), mul_rn(m, s), mul_rn(l, s))
+        h, m, l = td_div(ONE, ZERO, ZERO, dh, dm, dl)
+        return td_round(h, m, l, np.int64(0))
+    if q >= SIGMOID64_DROP:
+        s = pow2(q)
+        dh, dm, dl = td_add(ONE, ZERO, ZERO, mul_rn(h, s), mul_rn(m, s), mul_rn(l, s))
+        h, m, l = td_div(h, m, l, dh, dm, dl)
+    return td_round(h, m, l, q)

@@ -16,6 +16,7 @@ from ...primitives.rounding import bitcast, jitable, negate
 from .core import abs32, neg32, signbit32
 from .exception_tables import exception_arrays, finish
 from .trig_reduction import cos_halfpi, reduce_quadrant, sin_halfpi
+from .trig64 import SIN, trig_f64, trig_fast64
 
 NAN32 = np.float32(np.nan)
 INF32 = np.float32(np.inf)
@@ -157,3 +158,16 @@ def sin_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+@jitable
+def sin_f64(x):
+    """sin for float64, correctly rounded (softrep/algorithms/math/trig64.py)."""
+    return trig_f64(x, SIN)
+
+
+@jitable
+def sin_fast64(x):
+    """(the correctly rounded sin(x), True) where the float64 fast path decides, else (anything, False)."""
+    return trig_fast64(x, SIN)
+

@@ -12,13 +12,28 @@ Accurate path: (E - 1/E)/2 in double-double with E = exp_dd(|x|): the absolute
 error 2^-92 E turns into a relative one < 2^-92 E/sinh|x| <= 2^-67 for
 |x| >= 2^-25; below 2^-25 the fast path always decides (sinh x is within
 2^-51 |x| of the float32 x, rounding boundaries are 2^-25 |x| away).
+
+float64 (`sinh_f64`, correctly rounded; scheme: multiword.py), on a = |x|:
+* a < 2^-26: sinh a = a (1 + a^2/6 + ...) is within 2^-53.6 a of a, less than
+  half the spacing above a: the result is x (+-0, subnormals).
+* a < 2^-5: a (1 + w/3! + w^2/5! + ...), w = a^2 < 2^-10 (exact two_prod):
+  double-double to w^6/13! (omitted < 2^-110), the terms from w^4/9!
+  (< 2^-58.5) in double, four dd Horner steps: < 2^-100; triple-double to
+  w^9/19! (omitted < 2^-165): < 2^-149.
+* otherwise (e^a - e^-a)/2 from explog64.exp_pm_dd / exp_pm_td: absolute
+  error < 2^-99.5 e^a (2^-147.5 e^a) and e^a/(e^a - e^-a) <= 16.6 for
+  a >= 2^-5: < 2^-95.4 (rounding test 2^-94) and < 2^-143.4 relative.
+* a > 710.48: inf (sinh overflows above 710.4758...; between, the scaled
+  rounding does).
 """
 
 import numpy as np
 
 from ...primitives.rounding import fabs, fma_rn, jitable, mul_rn, negate, sub_rn, div_rn
 from .core import (abs32, neg32, signbit32, F64, HALF, INF32, NAN32, ONE, S3, S5, S7, S9, S11, S13, S15, S17, S19, ZERO, dd_add,
-                    dd_div, dd_to_f32, exp_core, exp_dd, round_if_safe)
+                    dd_div, dd_mul, dd_to_f32, exp_core, exp_dd, round_if_safe, two_prod)
+from .explog64 import T3, T5, T7, T9, T11, T13, T15, T17, T19, TD_ONE, exp_pm_dd, exp_pm_td, td_horner_step
+from .multiword import dd_error, td_mul, td_round, ziv_round
 
 SINH_OVERFLOW = np.float32(90.0)
 ONE_F32 = np.float32(1.0)
@@ -58,3 +73,86 @@ def sinh_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+SINH64_OVERFLOW = F64(710.48)
+SINH64_TINY = F64(2.0**-26)
+SINH64_SERIES = F64(2.0**-5)
+SINH64_SERIES_EPS = F64(2.0**-98)
+SINH64_EXP_EPS = F64(2.0**-94)
+(D3H, D3L), (D5H, D5L), (D7H, D7L) = ((T[0], T[1]) for T in (T3, T5, T7))
+(E9, E11, E13) = (T9[0], T11[0], T13[0])
+INF64 = F64(np.inf)
+ZERO64 = F64(0.0)
+ONE64 = F64(1.0)
+
+
+@jitable
+def sinh_series_dd(a):
+    wh, wl = two_prod(a, a)
+    d = fma_rn(wh, E13, E11)
+    d = fma_rn(wh, d, E9)
+    h, l = dd_mul(d, ZERO64, wh, wl)
+    h, l = dd_add(h, l, D7H, D7L)
+    h, l = dd_mul(h, l, wh, wl)
+    h, l = dd_add(h, l, D5H, D5L)
+    h, l = dd_mul(h, l, wh, wl)
+    h, l = dd_add(h, l, D3H, D3L)
+    h, l = dd_mul(h, l, wh, wl)
+    h, l = dd_add(h, l, ONE64, ZERO64)
+    return dd_mul(h, l, a, ZERO64)
+
+
+@jitable
+def sinh_series_td(a):
+    wh, wl = two_prod(a, a)
+    ph, pm, pl = T19
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T17)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T15)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T13)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T11)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T9)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T7)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T5)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, T3)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wl, ZERO64, TD_ONE)
+    return td_mul(ph, pm, pl, a, ZERO64, ZERO64)
+
+
+@jitable
+def sinh_abs_fast64(a):
+    """(sinh a, decided) for 2^-26 <= a <= 710.48."""
+    if a < SINH64_SERIES:
+        h, l = sinh_series_dd(a)
+        return ziv_round(h, l, dd_error(h, SINH64_SERIES_EPS), np.int64(0))
+    h, l, q = exp_pm_dd(a, True)
+    return ziv_round(h, l, dd_error(h, SINH64_EXP_EPS), q - np.int64(1))
+
+
+@jitable
+def sinh_fast64(x):
+    if x != x:
+        return x, True
+    a = fabs(x)
+    if a < SINH64_TINY:
+        return x, True
+    if a > SINH64_OVERFLOW:
+        r, ok = INF64, True
+    else:
+        r, ok = sinh_abs_fast64(a)
+    return (negate(r) if x < ZERO64 else r), ok
+
+
+@jitable
+def sinh_f64(x):
+    r, ok = sinh_fast64(x)
+    if ok:
+        return r
+    a = fabs(x)
+    if a < SINH64_SERIES:
+        h, m, l = sinh_series_td(a)
+        r = td_round(h, m, l, np.int64(0))
+    else:
+        h, m, l, q = exp_pm_td(a, True)
+        r = td_round(h, m, l, q - np.int64(1))
+    return negate(r) if x < ZERO64 else r

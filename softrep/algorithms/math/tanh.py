@@ -9,13 +9,28 @@ Accurate path: em = exp_dd(2a) - 1 and em / (em + 2) in double-double; the
 absolute error 2^-92 e^(2a) of em is < 2^-67 relatively for a >= 2^-25, and
 below 2^-25 the fast path always decides (tanh a is within 2^-49 a of the
 float32 a, rounding boundaries are 2^-25 a away).
+
+float64 (`tanh_f64`, correctly rounded; scheme: multiword.py), on a = |x|,
+tanh a = em/(em + 2) with em = e^(2a) - 1 > 0 (no cancellation in em + 2 or
+the division):
+* a < 2^-27: tanh a is within a^2/3 < 2^-55.5 a of a, less than half the
+  spacing below a: the result is x (+-0, subnormals).
+* a < 2^-6: em from expm1's series on 2a (exact): < 2^-100 / < 2^-149.
+* otherwise em = e^(2a) 2^q - 1 (exact scaling, q <= 64): e^(2a)/em <= 32.5,
+  so < 2^-96 / < 2^-144 relative.
+* em + 2 (dd_add < 2^-104, td_add < 2^-152) and the division (dd_div < 2^-100,
+  td_div < 2^-148): < 2^-95.4 (rounding test 2^-93) and < 2^-143.5.
+* a > 22: 1 - tanh a < 2^-62, the result is +-1.
 """
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate
+from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
 from .core import (abs32, neg32, signbit32, F64, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_dd, expm1_core,
-                    round_if_safe)
+                    pow2, round_if_safe)
+from .explog64 import exp_dd as exp_dd64, exp_td
+from .expm1 import expm1_series_dd, expm1_series_td
+from .multiword import dd_error, td_add, td_div, td_round, ziv_round
 
 TANH_SATURATE = np.float32(20.0)
 ONE_F32 = np.float32(1.0)
@@ -52,32 +67,60 @@ def tanh_f32(x):
     return r
 
 
-TANH64_SATURATE = F64(20.0)  # 1 - tanh(20) < 2^-56: rounds to 1
-TANH64_TINY = F64(2.0**-30)  # below, tanh x = x - x^3/3 (next term < 2^-120 |x|)
-THIRD = F64(1.0 / 3.0)
+TANH64_SATURATE = F64(22.0)  # 1 - tanh(22) < 2^-62: rounds to 1
+TANH64_TINY = F64(2.0**-27)  # below, tanh a = a (1 - a^2/3 + ...) rounds to a
+TANH64_SERIES = F64(2.0**-6)  # below, e^(2a) - 1 by expm1's series (2a < 2^-5)
+TANH64_EPS = F64(2.0**-93)
 ONE64 = F64(1.0)
 ZERO64 = F64(0.0)
+MINUS_ONE64 = F64(-1.0)
+TWO64 = F64(2.0)
+
+
+@jitable
+def tanh_em_dd(a):
+    """e^(2a) - 1 as a double-double for 2^-27 <= a <= 22 (module docstring)."""
+    a2 = mul_rn(a, TWO64)
+    if a < TANH64_SERIES:
+        h, l = expm1_series_dd(a2)
+        return h, l
+    h, l, q = exp_dd64(a2, ZERO64)
+    s = pow2(q)
+    return dd_add(mul_rn(h, s), mul_rn(l, s), MINUS_ONE64, ZERO64)
+
+
+@jitable
+def tanh_fast64(x):
+    if x != x:
+        return x, True
+    a = fabs(x)
+    if a < TANH64_TINY:
+        return x, True
+    if a > TANH64_SATURATE:
+        r, ok = ONE64, True
+    else:
+        mh, ml = tanh_em_dd(a)
+        dh, dl = dd_add(mh, ml, TWO64, ZERO64)
+        h, l = dd_div(mh, ml, dh, dl)
+        r, ok = ziv_round(h, l, dd_error(h, TANH64_EPS), np.int64(0))
+    return (negate(r) if x < ZERO64 else r), ok
 
 
 @jitable
 def tanh_f64(x):
-    """tanh for float64, faithfully rounded (not proven correctly rounded).
-    |x| < 2^-30: fma(-x^2, x/3, x); else em/(em + 2) in double-double with
-    em = exp_dd(2|x|) - 1 (absolute error 2^-92 e^(2|x|), relative < 2^-60 for
-    |x| >= 2^-30), rounded to its leading double."""
-    if x != x:
-        return x
+    """tanh for float64, correctly rounded (module docstring)."""
+    r, ok = tanh_fast64(x)
+    if ok:
+        return r
     a = fabs(x)
-    if a > TANH64_SATURATE:
-        r = ONE64
-    elif a < TANH64_TINY:
-        r = fma_rn(negate(mul_rn(a, a)), mul_rn(a, THIRD), a)
+    a2 = mul_rn(a, TWO64)
+    if a < TANH64_SERIES:
+        mh, mm, ml = expm1_series_td(a2)
     else:
-        eh, el = exp_dd(mul_rn(a, TWO), ZERO)
-        mh, ml = dd_add(eh, el, negate(ONE), ZERO)
-        dh, dl = dd_add(mh, ml, TWO, ZERO)
-        h, l = dd_div(mh, ml, dh, dl)
-        r = add_rn(h, l)
-    if x < ZERO64 or (x == ZERO64 and bitcast(x) != bitcast(ZERO64)):
-        return negate(r)
-    return r
+        h, m, l, q = exp_td(a2, ZERO64, ZERO64)
+        s = pow2(q)
+        mh, mm, ml = td_add(mul_rn(h, s), mul_rn(m, s), mul_rn(l, s), MINUS_ONE64, ZERO64, ZERO64)
+    dh, dm, dl = td_add(mh, mm, ml, TWO64, ZERO64, ZERO64)
+    h, m, l = td_div(mh, mm, ml, dh, dm, dl)
+    r = td_round(h, m, l, np.int64(0))
+    return negate(r) if x < ZERO64 else r

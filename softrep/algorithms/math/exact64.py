@@ -1,0 +1,146 @@
+"""Exact rounding decisions for the algebraic float64 functions (rsqrt, cbrt, hypot).
+
+These functions are evaluated in double-double with a relative error far
+below 2^-98 (argued in each file).  `bracket` rounds the two ends
+w_lo <= v <= w_hi of the error window to nearest in the (scaled) working range;
+`to_grid` scales each back by a power of two, exactly for normal results, so
+lo_d = RN(w_lo), hi_d = RN(w_hi).  Rounding to nearest is monotone, so when
+both are the same double, that is RN(v).  (A result that may be subnormal
+would be rounded twice this way; `bracket_outward` gives doubles
+lo <= v <= hi instead, which `to_grid` rounds once each.)
+
+Otherwise lo_d <= RN(v) <= hi_d, and RN(v) is found by walking from
+r = lo_d up to hi_d (usually one step: the window is narrower than 2^-97 |v|,
+doubles are at least 2^-53 |v| apart): compare v exactly with the midpoint
+m = (2L + 1) 2^(k - 1) between r = L 2^k and the next double (`midpoint_of`;
+this also holds when the next double is a power of two, at the
+subnormal/normal border, and for r = DBL_MAX, whose next "double" is inf: m
+is then the overflow threshold 2^1024 - 2^970), and stop at r when v is below
+it (`settle`: on a tie, the even one).  Each function compares v with m
+exactly, as integers: v^2 x against 1 (rsqrt), v^3 against x (cbrt), v^2
+against x^2 + y^2 (hypot), with every factor an integer of at most 54 bits
+times a power of two.  The products have fewer than 192 bits (wide_int.py's
+integers hold 320): the comparison has no error term, so these functions need
+neither a hard-case search nor a table.
+
+All integer arithmetic stays in uint64 (a mix of uint64 and int64 would be
+promoted to float64 by Numba).
+"""
+
+import numpy as np
+
+from ...primitives.rounding import add_rd, add_rn, add_ru, bitcast, jitable, mul_rn, mul_ru, sub_rd, sub_rn
+
+F64 = np.float64
+U64 = np.uint64
+_Z = U64(0)
+_ONE = U64(1)
+_S52 = U64(52)
+_MANT = U64(0x000FFFFFFFFFFFFF)
+_HIDDEN = U64(0x0010000000000000)
+_EXP = U64(0x7FF)
+
+
+# --------------------------------------------------------------------------- doubles as integers
+
+@jitable
+def significand(x):
+    """(X, k) with x = X 2^k, X < 2^53 an integer, for a finite double x >= 0
+    (subnormals included: X is then the raw mantissa and k = -1074)."""
+    u = bitcast(x)
+    e = (u >> _S52) & _EXP
+    if e == _Z:
+        return u & _MANT, -1074
+    return (u & _MANT) | _HIDDEN, np.int64(e) - 1075
+
+
+@jitable
+def midpoint_of(lo):
+    """(M, k): the midpoint between the double lo >= 0 and the next double up is
+    M 2^k, M = 2L + 1 odd (at most 54 bits), for lo = L 2^(k+1) (module docstring)."""
+    l, k = significand(lo)
+    return l + l + _ONE, k - 1
+
+
+_TWO54 = F64(2.0**54)
+_MIN_NORMAL = F64(2.0**-1022)
+
+
+@jitable
+def split_exponent(x):
+    """(f, e) with x = f 2^e, 1 <= f < 2, for a finite double x > 0 (a
+    subnormal x is first scaled by 2^54, exactly); bit operations only."""
+    shift = 0
+    if x < _MIN_NORMAL:
+        x = mul_rn(x, _TWO54)
+        shift = 54
+    u = bitcast(x)
+    e = np.int64((u >> _S52) & _EXP) - 1023 - shift
+    return bitcast((u & _MANT) | U64(0x3FF0000000000000)), e
+
+
+@jitable
+def with_exponent(f, e):
+    """f 2^e for 1 <= f < 2 and -1022 <= e <= 1023, by setting the exponent bits (exact)."""
+    return bitcast((bitcast(f) & _MANT) | (U64(e + 1023) << _S52))
+
+
+@jitable
+def pow2_any(k):
+    """2^k as a double for -1074 <= k <= 1023 (subnormal powers included), from bits: exact."""
+    if k >= -1022:
+        return bitcast(U64(k + 1023) << _S52)
+    return bitcast(_ONE << U64(k + 1074))
+
+
+# --------------------------------------------------------------------------- the decision
+
+@jitable
+def bracket_err(h, l, err):
+    """(RN(w_lo), RN(w_hi)) for some w_lo <= v <= w_hi, for every v within E of
+    h + l, where err >= 2 E + 2^-52 |l| (a normalized double-double h + l,
+    |l| <= 2^-50 |h|).  The inner sums l -+ err round by at most
+    2^-53 (|l| + err), which the slack covers; rounding to nearest is monotone,
+    so when both ends are the same double, that is RN(v) -- for results in
+    the normal range (they are not scaled afterwards).  Four additions: the
+    cheap rounding test of the fast paths."""
+    return add_rn(h, sub_rn(l, err)), add_rn(h, add_rn(l, err))
+
+
+@jitable
+def bracket(h, l, rel):
+    """`bracket_err` with err = rel |h| for a relative error below rel/2 (h > 0)."""
+    return bracket_err(h, l, mul_rn(h, rel))
+
+
+@jitable
+def bracket_outward(h, l, rel):
+    """(lo, hi), doubles with lo <= v <= hi for every v within rel |h| of
+    h + l (h > 0): the bound and both sums rounded outward.  For results that
+    are scaled into the subnormals afterwards, where rounding twice (to
+    nearest, then to the coarser grid) could differ from rounding once."""
+    err = mul_ru(h, rel)
+    return add_rd(h, sub_rd(l, err)), add_ru(h, add_ru(l, err))
+
+
+@jitable
+def to_grid(y, scale):
+    """RN(y * scale) for a power of two `scale`: one rounding (exact unless the
+    product is subnormal or overflows)."""
+    return mul_rn(y, scale)
+
+
+@jitable
+def next_up(r):
+    """The double after r >= 0 (DBL_MAX -> inf): the bits plus one."""
+    return bitcast(bitcast(r) + _ONE)
+
+
+@jitable
+def settle(r, c):
+    """The result once v has been compared with the midpoint between r and
+    next_up(r) (c < 0: v below it; c == 0: v on it, ties to the double with an
+    even last significand bit; callers go on to the next midpoint when c > 0)."""
+    if c < 0 or (bitcast(r) & _ONE) == _Z:
+        return r
+    return next_up(r)

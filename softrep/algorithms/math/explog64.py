@@ -1,0 +1,407 @@
+"""The float64 exponential and logarithm cores shared by exp, exp2, exp10, expm1,
+sinh, cosh, tanh, sigmoid, log, log2, log10 and log1p (scheme:
+softrep/algorithms/math/multiword.py).
+
+Exponential.  z = k ln2/64 + r with k = round(64 z/ln2), |r| <= ln2/128 (+ a
+rounding of k, < 2^-7.5 in all), k = 64 q + j:
+
+    e^z = 2^q * 2^(j/64) * e^r
+
+2^(j/64) comes from a 64-entry table (triple-double, exact to 2^-159, computed
+at import from an integer 64th root), e^r from its Taylor polynomial.  The
+value V = 2^(j/64) e^r lies in [0.99, 2.02] and the caller rounds V 2^q once.
+
+* Reduction: ln2/64 = L1 + L2 + L3 + L4 with L1 of 36 significant bits, so
+  k L1 is exact for |k| < 2^17 (|z| < 1400) and z - k L1 is exact (the
+  difference is a multiple of min(ulp(z), ulp(L1)) below 2^-7 in magnitude:
+  at most 53 bits).  k L2 and k L3 are exact two_prods; k L4 (< 2^-132) is
+  rounded once (< 2^-185); the tail of ln2/64 after L4 (< 2^-202) times k adds
+  < 2^-185.  So r is exact to 2^-184 before the triple-double sums.
+* Double-double (fast): the reduction keeps r to < 2^-129 absolutely (k L3
+  rounded, < 2^-132; zl's addition, < 2^-132).  e^r: Taylor degree 10
+  (remainder < |r|^11/11! < 2^-108); terms of degree >= 6 (< 2^-54.7) in
+  double by Horner on rh (< 2^-51 of those terms, and dropping rl there
+  < 2^-104), then five double-double Horner steps (dd_mul < 2^-102 of
+  |p r| < 2^-7.5, dd_add < 2^-104 of a result <= 1.006: < 2^-103.8 in all,
+  the factor |r| making each earlier step count less).  Times the table's
+  leading two words (< 2^-106) by dd_mul (< 2^-102).  Relative error of V
+  < 2^-101; the rounding tests use 2^-97.
+* Triple-double (accurate): the same reduction in td_add (< 2^-159 absolute
+  each), Taylor degree 15 (remainder < 2^-164.7) in triple-double Horner (each
+  step td_mul < 2^-151 of |p r| and td_add < 2^-153 of (|p r| + |c|), the
+  last one dominating: < 2^-150.5 in all), times the table entry (< 2^-159,
+  td_mul < 2^-151).  Relative error of V < 2^-149.
+
+Logarithm.  x = 2^e m with sqrt(1/2) <= m < sqrt(2) (exact); log x =
+e ln2 + log m, with |log m| <= ln2/2, so for e != 0 the result is at least
+|e| ln2 / 2 and the two parts' errors add up without cancellation.
+
+* |m - 1| < 2^-4 ("series"): f = m - 1 (exact), s = f/(2 + f) with
+  |s| < 2^-5, log m = 2 atanh(s) = 2s (1 + w/3 + w^2/5 + ...), w = s^2 < 2^-10.
+  Double-double: s by dd_div (< 2^-100), terms up to w^10/21 (omitted
+  < 2^-108), those of degree >= 5 in double (< 2^-52 of < 2^-53.4), five
+  double-double Horner steps (< 2^-102 each): < 2^-98 relative.
+  Triple-double: s by td_div (< 2^-148), terms up to w^15/31 (omitted
+  < 2^-164.9), td Horner (< 2^-150): < 2^-147 relative.
+* otherwise ("Newton", |log m| > 2^-4.1): y0 = log_core(m) (a double, relative
+  error < 2^-51) and log m = y0 + log(m e^-y0) with m e^-y0 = 1 + d, |d| <
+  2^-52.  Double-double: e^-y0 from the fast exponential (< 2^-101),
+  d = m E - 1 in double-double (two_prod, the subtraction of 1 exact by
+  Sterbenz), log(1 + d) = d - d^2/2 (omitted < 2^-157): absolute error
+  < 2^-100, relative < 2^-95.9.  Triple-double: y0 is the fast path's
+  double-double (error < 2^-95.9 relative, so |d| < 2^-96), E = e^-y0 from
+  exp_td (< 2^-149), d = m E - 1 in triple-double (td_mul < 2^-151, the
+  subtraction exact up to td_add's < 2^-152), log(1 + d) = d (omitted
+  d^2/2 < 2^-193): absolute error < 2^-148.4, relative < 2^-144.3.
+* e ln2 (|e| <= 1075 + 54): double-double e (LN2_H + LN2_L) with two_prod
+  and one fma (< 2^-104 relative), triple-double with three exact two_prods
+  (ln2 to 2^-159 in three words: < 2^-158); the sums add < 2^-104 (dd) and
+  < 2^-152 (td) relative.
+
+So log x: double-double < 2^-95.5 relative (rounding test: 2^-93),
+triple-double < 2^-144 relative.
+"""
+
+from fractions import Fraction
+
+import numpy as np
+
+from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
+from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, LN2_H, LN2_L, dd_add, dd_div, dd_mul, log_core,
+                   log_reduce, pow2, two_prod, two_sum)
+from .multiword import FIX, LN10_Q, LN2_Q, td_add, td_const, td_div, td_mul
+
+F64 = np.float64
+ZERO = F64(0.0)
+ONE = F64(1.0)
+TWO = F64(2.0)
+
+# --------------------------------------------------------------------------- constants (exact, import time)
+
+
+def _iroot(n, k):
+    """floor(n^(1/k)) for integers n >= 1, k >= 1 (Newton from above)."""
+    x = 1 << (n.bit_length() // k + 1)
+    while True:
+        y = ((k - 1) * x + n // x ** (k - 1)) // k
+        if y >= x:
+            return x
+        x = y
+
+
+_TABLE = [td_const(Fraction(_iroot(1 << (j + 64 * FIX), 64), 1 << FIX)) for j in range(64)]
+# 2^(j/64) = EXP_TH[j] + EXP_TM[j] + EXP_TL[j] to 2^-159 relative (the integer
+# root is exact to 2^-FIX = 2^-400)
+EXP_TH = np.array([t[0] for t in _TABLE], dtype=np.float64)
+EXP_TM = np.array([t[1] for t in _TABLE], dtype=np.float64)
+EXP_TL = np.array([t[2] for t in _TABLE], dtype=np.float64)
+
+
+def _split_ln2_64():
+    q = LN2_Q / 64
+    l1 = Fraction(round(q * 2**42), 2**42)  # 36 significant bits: q is in [2^-7, 2^-6)
+    rest = q - l1
+    l2 = Fraction(float(rest))
+    rest -= l2
+    l3 = Fraction(float(rest))
+    rest -= l3
+    return F64(float(l1)), F64(float(l2)), F64(float(l3)), F64(float(rest))
+
+
+EXP_L1, EXP_L2, EXP_L3, EXP_L4 = _split_ln2_64()
+INV_LN2_64 = F64(float(64 / LN2_Q))
+SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52: fma(z, 64/ln2, SHIFT) - SHIFT rounds to an integer
+
+_FACT = [Fraction(1)]
+for _n in range(1, 22):
+    _FACT.append(_FACT[-1] / _n)
+# 1/n! in double for the fast path's double Horner part
+(C6, C7, C8, C9, C10) = (F64(float(_FACT[n])) for n in range(6, 11))
+# 1/n! as triple-doubles, n = 2 .. 15
+(T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15) = (td_const(_FACT[n]) for n in range(2, 16))
+
+# 1/(2n+1): double for the high terms, double-double and triple-double below
+(A11, A13, A15, A17, A19, A21) = (F64(1.0 / (2 * n + 1)) for n in range(5, 11))
+(D3H, D3L), (D5H, D5L), (D7H, D7L), (D9H, D9L) = (
+    (F64(float(Fraction(1, d))), F64(float(Fraction(1, d) - Fraction(float(Fraction(1, d)))))) for d in (3, 5, 7, 9))
+(R3, R5, R7, R9, R11, R13, R15, R17, R19, R21, R23, R25, R27, R29, R31) = (
+    td_const(Fraction(1, 2 * n + 1)) for n in range(1, 16))
+
+LN2_TH, LN2_TM, LN2_TL = td_const(LN2_Q)
+LN10_TD = td_const(LN10_Q)
+INV_LN2_TD = td_const(1 / LN2_Q)
+INV_LN10_TD = td_const(1 / LN10_Q)
+LOG10_2_TD = td_const(LN2_Q / LN10_Q)
+# 1/n! for n = 9 .. 13 in double and 16 .. 19 as triple-doubles (expm1's series)
+(C11, C12, C13) = (F64(float(_FACT[n])) for n in range(11, 14))
+(T16, T17, T18, T19) = (td_const(_FACT[n]) for n in range(16, 20))
+TD_ONE = (ONE, ZERO, ZERO)
+SERIES_LIMIT = F64(2.0**-4)  # |m - 1| below: the atanh series; above: the Newton step
+TWO_P54 = F64(2.0**54)
+MIN_NORMAL = F64(2.0**-1022)
+
+
+# --------------------------------------------------------------------------- exponential
+
+
+@jitable
+def exp_reduce(zh):
+    """(k as a double, z - k L1 exactly) with k = round(64 zh/ln2), |zh| < 1400."""
+    kd = sub_rn(fma_rn(zh, INV_LN2_64, SHIFT), SHIFT)
+    return kd, fma_rn(negate(kd), EXP_L1, zh)
+
+
+@jitable
+def exp_split(kd):
+    """(q, j) with k = 64 q + j, 0 <= j < 64."""
+    k = np.int64(kd)
+    j = k & np.int64(63)
+    return (k - j) >> np.int64(6), j
+
+
+@jitable
+def exp_dd(zh, zl):
+    """(h, l, q): e^(zh + zl) = (h + l) 2^q, relative error < 2^-101, for
+    |zh| < 1400, |zl| <= 2^-50 |zh|; h in [0.98, 2.03] (module docstring).
+    r = (zh - k L1) - k L2 - k L3 + zl: the first difference exact, k L2 an
+    exact two_prod, and dd_add (< 2^-104 of |r| <= 2^-7.5) adds the rest."""
+    kd, r0 = exp_reduce(zh)
+    ph, pl = two_prod(kd, EXP_L2)
+    rh, rl = two_sum(r0, negate(ph))
+    rh, rl = dd_add(rh, rl, zl, negate(fma_rn(kd, EXP_L3, pl)))
+    return exp_dd_reduced(kd, rh, rl)
+
+
+@jitable
+def exp_dd_reduced(kd, rh, rl):
+    """(h, l, q): 2^(k/64) e^(rh + rl) = (h + l) 2^q for an integer k (as a double)
+    and |rh + rl| < 2^-7.4, relative error < 2^-101 (module docstring)."""
+    d = fma_rn(rh, C10, C9)
+    d = fma_rn(rh, d, C8)
+    d = fma_rn(rh, d, C7)
+    d = fma_rn(rh, d, C6)
+    h, l = dd_mul(d, ZERO, rh, rl)
+    h, l = dd_add(h, l, F5H, F5L)
+    h, l = dd_mul(h, l, rh, rl)
+    h, l = dd_add(h, l, F4H, F4L)
+    h, l = dd_mul(h, l, rh, rl)
+    h, l = dd_add(h, l, F3H, F3L)
+    h, l = dd_mul(h, l, rh, rl)
+    h, l = dd_add(h, l, F2H, F2L)
+    h, l = dd_mul(h, l, rh, rl)
+    h, l = dd_add(h, l, ONE, ZERO)
+    h, l = dd_mul(h, l, rh, rl)
+    h, l = dd_add(h, l, ONE, ZERO)
+    q, j = exp_split(kd)
+    h, l = dd_mul(EXP_TH[j], EXP_TM[j], h, l)
+    return h, l, q
+
+
+@jitable
+def td_horner_step(ph, pm, pl, rh, rm, rl, c):
+    """p r + c in triple-double."""
+    ph, pm, pl = td_mul(ph, pm, pl, rh, rm, rl)
+    return td_add(ph, pm, pl, c[0], c[1], c[2])
+
+
+@jitable
+def exp_td(zh, zm, zl):
+    """(h, m, l, q): e^(zh + zm + zl) = (h + m + l) 2^q, relative error < 2^-149,
+    for |zh| < 1400 and a normalized (zh, zm, zl) (module docstring)."""
+    kd, r0 = exp_reduce(zh)
+    ph, pl = two_prod(kd, EXP_L2)
+    uh, ul = two_prod(kd, EXP_L3)
+    rh, rm, rl = td_add(r0, ZERO, ZERO, negate(ph), negate(pl), ZERO)
+    rh, rm, rl = td_add(rh, rm, rl, negate(uh), negate(ul), negate(mul_rn(kd, EXP_L4)))
+    rh, rm, rl = td_add(rh, rm, rl, zm, zl, ZERO)
+    return exp_td_reduced(kd, rh, rm, rl)
+
+
+@jitable
+def exp_td_reduced(kd, rh, rm, rl):
+    """(h, m, l, q): 2^(k/64) e^r = (h + m + l) 2^q for an integer k (as a double)
+    and |r| < 2^-7.4, relative error < 2^-149 (module docstring)."""
+    ph, pm, pl = T15
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T14)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T13)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T12)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T11)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T10)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T9)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T8)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T7)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T6)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T5)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T4)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T3)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, T2)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, TD_ONE)
+    ph, pm, pl = td_horner_step(ph, pm, pl, rh, rm, rl, TD_ONE)
+    q, j = exp_split(kd)
+    h, m, l = td_mul(EXP_TH[j], EXP_TM[j], EXP_TL[j], ph, pm, pl)
+    return h, m, l, q
+
+
+# --------------------------------------------------------------------------- logarithm
+
+
+@jitable
+def log_split(x):
+    """(e, m) with x = 2^e m, sqrt(1/2) <= m < sqrt(2), for a positive finite x != 0
+    (subnormal x scaled by 2^54 first: exact)."""
+    shift = np.int64(0)
+    if x < MIN_NORMAL:
+        x = mul_rn(x, TWO_P54)
+        shift = np.int64(54)
+    e, m = log_reduce(x)
+    return np.int64(e) - shift, m
+
+
+@jitable
+def log1p_series_dd(f):
+    """log(1 + f) = 2 atanh(f/(2 + f)) for |f| < 2^-4, double-double, relative
+    error < 2^-98 (module docstring)."""
+    dh, dl = two_sum(TWO, f)
+    sh, sl = dd_div(f, ZERO, dh, dl)
+    wh, wl = dd_mul(sh, sl, sh, sl)
+    d = fma_rn(wh, A21, A19)
+    d = fma_rn(wh, d, A17)
+    d = fma_rn(wh, d, A15)
+    d = fma_rn(wh, d, A13)
+    d = fma_rn(wh, d, A11)
+    h, l = dd_mul(d, ZERO, wh, wl)
+    h, l = dd_add(h, l, D9H, D9L)
+    h, l = dd_mul(h, l, wh, wl)
+    h, l = dd_add(h, l, D7H, D7L)
+    h, l = dd_mul(h, l, wh, wl)
+    h, l = dd_add(h, l, D5H, D5L)
+    h, l = dd_mul(h, l, wh, wl)
+    h, l = dd_add(h, l, D3H, D3L)
+    h, l = dd_mul(h, l, wh, wl)
+    h, l = dd_add(h, l, ONE, ZERO)
+    return dd_mul(h, l, add_rn(sh, sh), add_rn(sl, sl))
+
+
+@jitable
+def _newton_dd(m):
+    """log m for |m - 1| >= 2^-4: y0 + log(1 + d), d = m e^-y0 - 1, double-double."""
+    y0 = log_core(m)
+    eh, el, q = exp_dd(negate(y0), ZERO)
+    g = mul_rn(m, bitcast(np.uint64(q + np.int64(1023)) << np.uint64(52)))  # m 2^q, exact
+    ph, pl = two_prod(g, eh)
+    dh = sub_rn(ph, ONE)  # exact: ph is within 2^-50 of 1
+    dl = fma_rn(g, el, pl)
+    dh, dl = two_sum(dh, dl)
+    dl = fma_rn(mul_rn(dh, F64(-0.5)), dh, dl)  # - d^2/2
+    return dd_add(y0, ZERO, dh, dl)
+
+
+@jitable
+def log_m_dd(m):
+    """log m for sqrt(1/2) <= m < sqrt(2), double-double, relative error < 2^-95.9."""
+    if add_rn(m, F64(-1.0)) < SERIES_LIMIT and sub_rn(ONE, m) < SERIES_LIMIT:
+        return log1p_series_dd(sub_rn(m, ONE))  # m - 1 exact (Sterbenz)
+    return _newton_dd(m)
+
+
+@jitable
+def log_dd(e, m):
+    """e ln2 + log m as a double-double, relative error < 2^-95.5."""
+    h, l = log_m_dd(m)
+    ed = F64(np.int32(e))
+    ph, pl = two_prod(ed, LN2_H)
+    pl = fma_rn(ed, LN2_L, pl)
+    return dd_add(ph, pl, h, l)
+
+
+@jitable
+def log1p_series_td(f):
+    """log(1 + f) for |f| < 2^-4, triple-double, relative error < 2^-147."""
+    dh, dl = two_sum(TWO, f)
+    sh, sm, sl = td_div(f, ZERO, ZERO, dh, dl, ZERO)
+    wh, wm, wl = td_mul(sh, sm, sl, sh, sm, sl)
+    ph, pm, pl = R31
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R29)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R27)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R25)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R23)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R21)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R19)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R17)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R15)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R13)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R11)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R9)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R7)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R5)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, R3)
+    ph, pm, pl = td_horner_step(ph, pm, pl, wh, wm, wl, TD_ONE)
+    return td_mul(ph, pm, pl, add_rn(sh, sh), add_rn(sm, sm), add_rn(sl, sl))
+
+
+@jitable
+def _newton_td(m):
+    y0h, y0l = _newton_dd(m)
+    eh, em, el, q = exp_td(negate(y0h), negate(y0l), ZERO)
+    g = mul_rn(m, bitcast(np.uint64(q + np.int64(1023)) << np.uint64(52)))  # m 2^q, exact
+    ph, pm, pl = td_mul(g, ZERO, ZERO, eh, em, el)
+    dh, dm, dl = td_add(ph, pm, pl, F64(-1.0), ZERO, ZERO)
+    return td_add(y0h, y0l, ZERO, dh, dm, dl)
+
+
+@jitable
+def log_m_td(m):
+    """log m for sqrt(1/2) <= m < sqrt(2), triple-double, relative error < 2^-144.3."""
+    if add_rn(m, F64(-1.0)) < SERIES_LIMIT and sub_rn(ONE, m) < SERIES_LIMIT:
+        return log1p_series_td(sub_rn(m, ONE))
+    return _newton_td(m)
+
+
+@jitable
+def log_td(e, m):
+    """e ln2 + log m as a triple-double, relative error < 2^-144."""
+    h, mm, l = log_m_td(m)
+    ed = F64(np.int32(e))
+    ah, al = two_prod(ed, LN2_TH)
+    bh, bl = two_prod(ed, LN2_TM)
+    ph, pm, pl = td_add(ah, al, ZERO, bh, bl, mul_rn(ed, LN2_TL))
+    return td_add(ph, pm, pl, h, mm, l)
+
+
+# --------------------------------------------------------------------------- e^a +- e^-a
+
+COSH_SINH_DROP = np.int64(80)  # q >= 80: e^-a < 2^-158 e^a, below both paths' errors
+
+
+@jitable
+def exp_pm_dd(a, subtract):
+    """(h, l, q): e^a - e^-a (subtract) or e^a + e^-a = (h + l) 2^q for 0 <= a < 1400,
+    from exp_dd: E = (h + l) 2^q, 1/E = (1/(h + l)) 2^-q by dd_div (< 2^-100),
+    2^-2q exact (q < 80), dd_add (< 2^-104 of the result).  For q >= 80 the
+    e^-a term is below 2^-158 of the result and is left out.  Relative error
+    < 2^-99.5 for the sum; for the difference the same absolute error, i.e.
+    < 2^-99.5 e^a / (e^a - e^-a)."""
+    h, l, q = exp_dd(a, ZERO)
+    if q < COSH_SINH_DROP:
+        rh, rl = dd_div(ONE, ZERO, h, l)
+        s = pow2(np.int64(-2) * q)
+        rh, rl = mul_rn(rh, s), mul_rn(rl, s)
+        if subtract:
+            rh, rl = negate(rh), negate(rl)
+        h, l = dd_add(h, l, rh, rl)
+    return h, l, q
+
+
+@jitable
+def exp_pm_td(a, subtract):
+    """exp_pm_dd in triple-double from exp_td and td_div: relative error < 2^-147.5
+    for the sum, absolute < 2^-147.5 e^a for the difference."""
+    h, m, l, q = exp_td(a, ZERO, ZERO)
+    if q < COSH_SINH_DROP:
+        rh, rm, rl = td_div(ONE, ZERO, ZERO, h, m, l)
+        s = pow2(np.int64(-2) * q)
+        rh, rm, rl = mul_rn(rh, s), mul_rn(rm, s), mul_rn(rl, s)
+        if subtract:
+            rh, rm, rl = negate(rh), negate(rm), negate(rl)
+        h, m, l = td_add(h, m, l, rh, rm, rl)
+    return h, m, l, q
