@@ -16,6 +16,7 @@ proofs in docs/mathlib.md).  This module turns each into a tensor op:
 verifier and the dispatch mode use it.
 """
 
+import functools
 import inspect
 from dataclasses import dataclass
 
@@ -79,11 +80,17 @@ def double_rounded(spec, tensors):
 def _exception_table(name, dtype, device):
     """(keys, values) of the function's exception table in `dtype`, as int32 and
     int16 tensors (keys: input bits as 0..65535, sorted), or None."""
+    table = _host_exception_table(name, dtype)
+    return None if table is None else (table[0].to(device), table[1].to(device))
+
+
+@functools.lru_cache(maxsize=None)
+def _host_exception_table(name, dtype):
     table = LOW_PRECISION_EXCEPTIONS.get(mixed.LOW_FORMATS[dtype], {}).get(name)
     if not table:
         return None
-    keys = torch.tensor([k for k, _ in table], dtype=torch.int32, device=device)
-    values = torch.tensor([v - 65536 if v >= 32768 else v for _, v in table], dtype=torch.int16, device=device)
+    keys = torch.tensor([k for k, _ in table], dtype=torch.int32)
+    values = torch.tensor([v - 65536 if v >= 32768 else v for _, v in table], dtype=torch.int16)
     return keys, values
 
 

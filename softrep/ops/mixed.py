@@ -69,7 +69,12 @@ def is_low(t):
 
 
 def canonical_nan(dtype, device):
-    return torch.tensor(_CANONICAL_NAN_BITS[dtype], dtype=torch.int16).view(dtype).to(device)
+    return _canonical_nan(dtype).to(device)
+
+
+@functools.lru_cache(maxsize=None)
+def _canonical_nan(dtype):
+    return torch.tensor(_CANONICAL_NAN_BITS[dtype], dtype=torch.int16).view(dtype)
 
 
 def exact_cast(y, dtype):
@@ -160,7 +165,14 @@ def narrow(y, dtype):
 def python_number(value, dtype):
     """A Python real as a 0-d `dtype` tensor (CPU), rounded once from its double
     value (torch's own conversion goes through float32 first: two roundings)."""
-    x = torch.tensor(float(value), dtype=torch.float64)
+    return _python_number(float(value), dtype).clone()
+
+
+@functools.lru_cache(maxsize=4096)
+def _python_number(value, dtype):
+    # cached: hyperparameters and constants recur at every step, and each
+    # rounding is a kernel launch
+    x = torch.tensor(value, dtype=torch.float64)
     return exact_cast(lowp.round_to(x, LOW_FORMATS[dtype]), dtype)
 
 
