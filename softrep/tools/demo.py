@@ -49,8 +49,8 @@ REFERENCE = {
 REFERENCE_AUTOCAST = {
     "bfloat16": {
         "initial model": "eae0780a8c7f0ba980d4047171e5698d28ccb1b405b1b97f5aa53ca61a3dc647",
-        "trained model": "cc152758560d087a0f38dbe69c04ab4766cb45ac2881958c106204597c5729f5",
-        "test logits": "8cea95d61e7107230ef76930a3a380086b17978bd7b8161f3bf81c60b05092f1",
+        "trained model": "665745019113573c3656f340cbbfd171364e549f80940bcdc3467aec4af43c2c",
+        "test logits": "2c36d339a5c33a4bde3d9343bf1b4e3f0ba0da7bdcb5f08efe044cfd8e9ea6eb",
     },
 }
 
