@@ -636,3 +636,16 @@ def test_vectorised_block_partials_follow_the_order(n):
     assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
     strided = wide_values(21, (n, 2), torch.float32)[:, 0]  # stride 2: the scalar path only
     assert_bits_equal(softrep.sum(strided), ref_reduce(strided.numpy(), (0,), ref_sum_row))
+
+
+@pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100)])
+def test_short_rows_side_by_side_follow_the_order(m, n):
+    # Contiguous float32 rows of a length that is a multiple of 8, up to
+    # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py
+    # for each whole group of 8 rows and the general path for the rest
+    # (3 x 64: general only; 2056 and 100: general only).
+    x = wide_values(40 + m + n, (m, n), torch.float32)
+    assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
+    assert_bits_equal(softrep.mean(x, 1), ref_reduce(x.numpy(), (1,), ref_mean_row))
+    x3 = x.reshape(1, m, n).expand(2, m, n).contiguous()
+    assert_bits_equal(softrep.sum(x3, -1), ref_reduce(x3.numpy(), (2,), ref_sum_row))
