@@ -497,12 +497,72 @@ def _extreme_combine(values, indices, x, K, I):
         values[i] = extreme_value(x[i, at])
 
 
+# Rows of at most one chunk: one pass, a work item per EXTREME_ROWS rows.  The
+# winner's key is found first, as a plain maximum of `order_key` over the row
+# (`improves` without the index: an integer max, which vectorises), then its
+# first index by a scan that stops at the first element with that key --
+# the first index of the best key is exactly what the index-tracking scan
+# keeps, since ties keep the first.
+
+EXTREME_ROWS = 16  # rows per work item
+EXTREME_RUN = 16  # elements tested together for the winner's key
+
+
+@register_jitable
+def _best_key(row, n, largest):
+    best = order_key(row[0], largest)
+    for k in range(1, n):
+        key = order_key(row[k], largest)
+        if improves(key, best):
+            best = key
+    return best
+
+
+@register_jitable
+def _first_with_key(row, n, key, largest):
+    # Runs of EXTREME_RUN elements are first tested as a whole (a vectorised
+    # "any"), then the run holding the key is scanned in index order.
+    for s in range(0, n, EXTREME_RUN):
+        stop = min(s + EXTREME_RUN, n)
+        found = False
+        for k in range(s, stop):
+            found |= order_key(row[k], largest) == key
+        if found:
+            for k in range(s, stop):
+                if order_key(row[k], largest) == key:
+                    return k
+    return 0
+
+
+@kernel("reduce.extreme_row_block", *[(_a(t, 1), _a(_I, 1), _a(t, 2), _I, _I, types.boolean) for t in _FLOATS])
+@njit(cache=True)
+def _extreme_row_block(values, indices, x, i0, i1, largest):
+    n = x.shape[1]
+    for i in range(i0, i1):
+        row = x[i]
+        at = _first_with_key(row, n, _best_key(row, n, largest), largest)
+        indices[i] = at
+        values[i] = extreme_value(row[at])
+
+
+@kernel("reduce.extreme_rows", *[(_a(t, 1), _a(_I, 1), _a(t, 2), types.boolean) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def _extreme_rows(values, indices, x, largest):
+    M = x.shape[0]
+    for w in prange((M + EXTREME_ROWS - 1) // EXTREME_ROWS):
+        i0 = w * EXTREME_ROWS
+        _extreme_row_block(values, indices, x, i0, min(i0 + EXTREME_ROWS, M), largest)
+
+
 def extreme(values, indices, x, largest):
     """values[i], indices[i] = the max (largest) or min of row x[i] and its first index."""
     M, n = x.shape
     if M == 0:
         return
     nch = (n + EXTREME_CHUNK - 1) // EXTREME_CHUNK
+    if nch == 1 and not _outputs_contiguous(x):
+        _extreme_rows(values, indices, x, largest)
+        return
     if _outputs_contiguous(x):
         K = np.empty((nch, M), dtype=np.int64)
         I = np.empty((nch, M), dtype=np.int64)
