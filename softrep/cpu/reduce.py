@@ -129,6 +129,13 @@ def _tile_columns(tile, k):
                            load_f32x8(tile, k + 7 * BLOCK))
 
 
+@register_jitable
+def _extend_seven(p, c1, c2, c3, c4, c5, c6, c7):
+    """The lanes of p extended by 7 columns, in order (`extend_values_f32x8` each)."""
+    return extend_values_f32x8(extend_values_f32x8(extend_values_f32x8(extend_values_f32x8(
+        extend_values_f32x8(extend_values_f32x8(extend_values_f32x8(p, c1), c2), c3), c4), c5), c6), c7)
+
+
 def _vector_group(dst, row, start, out_index):
     """dst[out_index + j] = partial of row[start + 128 j : start + 128 (j + 1)],
     j = 0..7, as the lanes of one float32x8 vector, and True -- when dst and
@@ -144,40 +151,13 @@ def _sum_blocks_f32x8(dst, row, start, out_index):
     c0, c1, c2, c3, c4, c5, c6, c7 = _tile_columns(tile, 0)
     c8, c9, c10, c11, c12, c13, c14, c15 = _tile_columns(tile, LANES)
     p = c0  # each block's partial begins with its first element (VALUES.begin)
-    p = extend_values_f32x8(p, c1)
-    p = extend_values_f32x8(p, c2)
-    p = extend_values_f32x8(p, c3)
-    p = extend_values_f32x8(p, c4)
-    p = extend_values_f32x8(p, c5)
-    p = extend_values_f32x8(p, c6)
-    p = extend_values_f32x8(p, c7)
-    p = extend_values_f32x8(p, c8)
-    p = extend_values_f32x8(p, c9)
-    p = extend_values_f32x8(p, c10)
-    p = extend_values_f32x8(p, c11)
-    p = extend_values_f32x8(p, c12)
-    p = extend_values_f32x8(p, c13)
-    p = extend_values_f32x8(p, c14)
-    p = extend_values_f32x8(p, c15)
+    p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
+    p = _extend_seven(extend_values_f32x8(p, c8), c9, c10, c11, c12, c13, c14, c15)
     for k in range(2 * LANES, BLOCK, 2 * LANES):
         c0, c1, c2, c3, c4, c5, c6, c7 = _tile_columns(tile, k)
         c8, c9, c10, c11, c12, c13, c14, c15 = _tile_columns(tile, k + LANES)
-        p = extend_values_f32x8(p, c0)
-        p = extend_values_f32x8(p, c1)
-        p = extend_values_f32x8(p, c2)
-        p = extend_values_f32x8(p, c3)
-        p = extend_values_f32x8(p, c4)
-        p = extend_values_f32x8(p, c5)
-        p = extend_values_f32x8(p, c6)
-        p = extend_values_f32x8(p, c7)
-        p = extend_values_f32x8(p, c8)
-        p = extend_values_f32x8(p, c9)
-        p = extend_values_f32x8(p, c10)
-        p = extend_values_f32x8(p, c11)
-        p = extend_values_f32x8(p, c12)
-        p = extend_values_f32x8(p, c13)
-        p = extend_values_f32x8(p, c14)
-        p = extend_values_f32x8(p, c15)
+        p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+        p = _extend_seven(extend_values_f32x8(p, c8), c9, c10, c11, c12, c13, c14, c15)
     store_f32x8(dst, out_index, p)
     return True
 
@@ -237,23 +217,10 @@ def _eight_rows_f32(out, P, lanes, flat, n, i0):
         stop = base + min(j * BLOCK + BLOCK, n)
         c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, s, n)
         p = c0  # each block's partial begins with its first element (VALUES.begin)
-        p = extend_values_f32x8(p, c1)
-        p = extend_values_f32x8(p, c2)
-        p = extend_values_f32x8(p, c3)
-        p = extend_values_f32x8(p, c4)
-        p = extend_values_f32x8(p, c5)
-        p = extend_values_f32x8(p, c6)
-        p = extend_values_f32x8(p, c7)
+        p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
         for k in range(s + LANES, stop, LANES):
             c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, k, n)
-            p = extend_values_f32x8(p, c0)
-            p = extend_values_f32x8(p, c1)
-            p = extend_values_f32x8(p, c2)
-            p = extend_values_f32x8(p, c3)
-            p = extend_values_f32x8(p, c4)
-            p = extend_values_f32x8(p, c5)
-            p = extend_values_f32x8(p, c6)
-            p = extend_values_f32x8(p, c7)
+            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
         store_f32x8(lanes, j * LANES, p)
     for r in range(LANES):
         row = P[i0 + r]
