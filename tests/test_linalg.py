@@ -110,7 +110,7 @@ def tricky(seed, shape, dtype):
     return x.reshape(shape)
 
 
-SHAPES = [  # (M, K, N): K = 0 and 1, tiny, and sizes that are not multiples of MR=6, NR=16/8, KC=256
+SHAPES = [  # (M, K, N): K = 0 and 1, tiny, and sizes that are not multiples of MR (6, 14), NR (8 to 32), KC=256
     (1, 0, 1), (3, 0, 5), (1, 1, 1), (4, 1, 9), (7, 5, 17), (6, 16, 16), (13, 31, 19), (2, 300, 3), (25, 3, 40),
 ]
 
@@ -283,6 +283,65 @@ def test_thread_count_invariance():
     assert digests["1"] == digests["2"]
 
 
+_BLOCKING_SCRIPT = r"""
+import sys
+import numpy as np
+import torch
+from softrep.cpu import linalg
+from softrep.ops import products as P
+out_dir = sys.argv[1]
+print(linalg.BLOCKING_NAME, linalg.MR, linalg.NR[np.dtype(np.float32)], linalg.NR[np.dtype(np.float64)])
+for i, (m, k, n) in enumerate(%(shapes)r):
+    for dtype in (torch.float32, torch.float64):
+        a = torch.load(f"{out_dir}/a{i}{dtype}.pt")
+        b = torch.load(f"{out_dir}/b{i}{dtype}.pt")
+        c = torch.load(f"{out_dir}/c{i}{dtype}.pt")
+        torch.save(P.mm(a, b), f"{out_dir}/mm{i}{dtype}.pt")
+        torch.save(P.addmm(c, a, b), f"{out_dir}/addmm{i}{dtype}.pt")
+"""
+
+# Odd shapes on the packed path (M*N*K above DIRECT_MAX): M below and between
+# MR, N not a multiple of NR, K across a k-block boundary.
+_BLOCKING_SHAPES = [(37, 300, 53), (5, 270, 101), (20, 70, 131)]
+
+
+@pytest.mark.parametrize("name", ["avx2", "avx512"])
+def test_every_register_blocking_gives_the_chain(name, tmp_path):
+    """Each host blocking, forced through SOFTREP_CPU_BLOCKING, gives the bits of the
+    oracle's k-order chain (and so the same bits as every other blocking)."""
+    from softrep.cpu import linalg
+
+    assert set(linalg.BLOCKINGS) == {"avx2", "avx512"}
+    cases = {}
+    for i, (m, k, n) in enumerate(_BLOCKING_SHAPES):
+        for dtype in DTYPES:
+            a, b = tricky(i * 10 + 1, (m, k), dtype), tricky(i * 10 + 2, (k, n), dtype)
+            c = tricky(i * 10 + 3, (n,), dtype)
+            for tag, t in (("a", a), ("b", b), ("c", c)):
+                torch.save(t, tmp_path / f"{tag}{i}{dtype}.pt")
+            cases[i, dtype] = a, b, c
+    env = dict(os.environ, SOFTREP_CPU_BLOCKING=name, SOFTREP_BACKEND="cpu")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    script = _BLOCKING_SCRIPT % {"shapes": _BLOCKING_SHAPES}
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    blocking = linalg.BLOCKINGS[name]
+    assert proc.stdout.split() == [name, str(blocking.mr), str(blocking.nr[np.dtype(np.float32)]),
+                                   str(blocking.nr[np.dtype(np.float64)])]
+    for (i, dtype), (a, b, c) in cases.items():
+        assert_same_bits(torch.load(tmp_path / f"mm{i}{dtype}.pt"), oracle_mm(a, b))
+        assert_same_bits(torch.load(tmp_path / f"addmm{i}{dtype}.pt"), oracle_mm(a, b, c))
+
+
+def test_unknown_blocking_is_refused():
+    env = dict(os.environ, SOFTREP_CPU_BLOCKING="avx9000", SOFTREP_BACKEND="cpu")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run([sys.executable, "-c", "import softrep.cpu.linalg"], env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode != 0
+    assert "SOFTREP_CPU_BLOCKING='avx9000'" in proc.stderr and "avx512" in proc.stderr
+
+
 # --------------------------------------------------------------------------- golden vectors
 
 
@@ -415,15 +474,17 @@ def test_ptx_audit_linalg_kernels():
 # --------------------------------------------------------------------------- one algorithm source
 
 
-@pytest.mark.parametrize("name", ["micro_f32", "micro_f64"])
-def test_micro_kernel_steps_through_the_shared_chain(name):
+@pytest.mark.parametrize("blocking", ["avx2", "avx512"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_micro_kernel_steps_through_the_shared_chain(blocking, dtype):
     """The generated CPU micro-kernel advances each accumulator with
     `chain_step`, the step the CUDA kernel's `dot_chain` takes, and nothing else."""
     from softrep.algorithms import products
+    from softrep.cpu import linalg
 
-    nr = products.NR[np.dtype(np.float32 if name.endswith("32") else np.float64)]
-    source = products._micro_source(name, products.MR, nr, "ZERO32")
-    assert source.count("chain_step(") == products.MR * nr
+    mr, nr = linalg.BLOCKINGS[blocking].mr, linalg.BLOCKINGS[blocking].nr[np.dtype(dtype)]
+    source = products._micro_source("micro", mr, nr, "ZERO32")
+    assert source.count("chain_step(") == mr * nr
     assert not schedule_findings(source)  # no fma_rn, add_rn, ... of its own
 
 

@@ -636,3 +636,36 @@ def test_vectorised_block_partials_follow_the_order(n):
     assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
     strided = wide_values(21, (n, 2), torch.float32)[:, 0]  # stride 2: the scalar path only
     assert_bits_equal(softrep.sum(strided), ref_reduce(strided.numpy(), (0,), ref_sum_row))
+
+
+@pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100)])
+def test_short_rows_side_by_side_follow_the_order(m, n):
+    # Contiguous float32 rows of a length that is a multiple of 8, up to
+    # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py
+    # for each whole group of 8 rows and the general path for the rest
+    # (3 x 64: general only; 2056 and 100: general only).
+    x = wide_values(40 + m + n, (m, n), torch.float32)
+    assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
+    assert_bits_equal(softrep.mean(x, 1), ref_reduce(x.numpy(), (1,), ref_mean_row))
+    x3 = x.reshape(1, m, n).expand(2, m, n).contiguous()
+    assert_bits_equal(softrep.sum(x3, -1), ref_reduce(x3.numpy(), (2,), ref_sum_row))
+
+
+@pytest.mark.parametrize("m,n", [(5, 1), (17, 16), (33, 17), (9, 64), (20, 1000), (3, 4096), (2, 4097)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_short_row_extremes_take_the_first_winner(m, n, dtype):
+    # Rows of at most one chunk take the one-pass path (largest key, then its
+    # first index), which must agree with the reference on values, NaNs,
+    # signed zeros and the first index of ties.
+    rng = np.random.Generator(np.random.PCG64(m * 1000 + n))
+    xn = rng.integers(-4, 5, (m, n)).astype(NP[dtype])  # many ties
+    xn[rng.random((m, n)) < 0.05] = -0.0
+    if m > 2:
+        xn[1, n // 2] = np.nan
+        xn[2, :] = 0.0
+        xn[2, -1] = -0.0
+    x = torch.from_numpy(xn)
+    assert_bits_equal(softrep.amax(x, 1), ref_reduce(xn, (1,), lambda r: r[ref_argmax_row(r)]))
+    assert_bits_equal(softrep.amin(x, 1), ref_reduce(xn, (1,), lambda r: r[ref_argmin_row(r)]))
+    np.testing.assert_array_equal(softrep.argmax(x, 1).numpy(), ref_reduce(xn, (1,), ref_argmax_row))
+    np.testing.assert_array_equal(softrep.argmin(x, 1).numpy(), ref_reduce(xn, (1,), ref_argmin_row))

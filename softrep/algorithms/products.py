@@ -24,29 +24,27 @@ softrep/cuda/linalg.py, conv.py) only pack, tile and launch:
 * `finish` / `finish_add` end a chain: the addend (linear's bias, addmm's
   input, a convolution's bias) is added once, after the last step, and a NaN
   result becomes the canonical NaN.  Both backends call them.
-* `micro_f32` / `micro_f64` advance an MR x NR register block of accumulators
-  through a range of k (the CPU's GotoBLAS micro-kernel): at each k, MR values
-  of a are broadcast against NR consecutive values of b (the outer-product
-  form), and each accumulator takes its own `chain_step`, so it still sees its
-  fmas in k order, while the NR accumulators of one row are independent lanes
-  that LLVM's SLP vectorizer packs into vfmadd on ymm registers.  The
-  micro-kernels are generated source (MR * NR named scalars), because Numba
+* `micro_kernel(dtype, mr, nr)` advances an mr x nr register block of
+  accumulators through a range of k (the CPU's GotoBLAS micro-kernel): at each
+  k, mr values of a are broadcast against nr consecutive values of b (the
+  outer-product form), and each accumulator takes its own `chain_step`, so it
+  still sees its fmas in k order, while the nr accumulators of one row are
+  independent lanes that LLVM's SLP vectorizer packs into vector fmas.  The
+  block's shape is the CPU schedule's choice (softrep/cpu/linalg.py picks it
+  from the host's vector width and register count); it decides which
+  accumulators advance together, never the steps of any one of them.  The
+  micro-kernels are generated source (mr * nr named scalars), because Numba
   has no register-resident local arrays; generation keeps the accumulators as
   SSA values that LLVM can keep in registers for the whole k loop, and
   `chain_step` is inlined, so calling it costs nothing.
 """
 
+import functools
+
 import numpy as np
 
 from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, fma_rn, jitable
 
-# Register blocking for AVX2 (16 ymm registers): 6 rows x 2 vectors of
-# accumulators = 12 registers, plus 2 for a row of b and 1 for a broadcast of a.
-MR = 6
-NR = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
-# k-block: one packed panel of b (KC x NR) stays in L1 while the MR-row
-# panels of a stream past it.
-KC = 256
 # Every chain starts from +0 (so that an empty product is +0), in the operands' dtype.
 CHAIN_START = {"float32": ZERO32, "float64": ZERO64}
 
@@ -142,5 +140,11 @@ def _make_micro(name, mr, nr, zero):
     return jitable(fn)
 
 
-micro_f32 = _make_micro("micro_f32", MR, NR[np.dtype(np.float32)], "ZERO32")
-micro_f64 = _make_micro("micro_f64", MR, NR[np.dtype(np.float64)], "ZERO64")
+_ZERO_NAMES = {np.dtype(np.float32): "ZERO32", np.dtype(np.float64): "ZERO64"}
+
+
+@functools.cache
+def micro_kernel(dtype, mr, nr):
+    """The mr x nr micro-kernel for `dtype` (float32 or float64), made once per shape."""
+    dtype = np.dtype(dtype)
+    return _make_micro(f"micro_f{dtype.itemsize * 8}_{mr}x{nr}", mr, nr, _ZERO_NAMES[dtype])

@@ -200,22 +200,24 @@ _SIGN64 = np.uint64(0x8000000000000000)
 
 @jitable
 def _key32(x, largest):
-    if x != x:
-        return _NAN_KEY
+    # Selects only, no early return: the compiled loops over keys (a row's
+    # maximum key) then vectorise.
     bits = bitcast(x)
     mag = np.int64(bits & _MAG32)
     key = -mag - 1 if (bits & _SIGN32) != 0 else mag
-    return key if largest else -key - 1
+    key = key if largest else -key - 1
+    return _NAN_KEY if x != x else key
 
 
 @jitable
 def _key64(x, largest):
-    if x != x:
-        return _NAN_KEY
+    # Selects only, no early return: the compiled loops over keys (a row's
+    # maximum key) then vectorise.
     bits = bitcast(x)
     mag = np.int64(bits & _MAG64)
     key = -mag - 1 if (bits & _SIGN64) != 0 else mag
-    return key if largest else -key - 1
+    key = key if largest else -key - 1
+    return _NAN_KEY if x != x else key
 
 
 def order_key(x, largest):

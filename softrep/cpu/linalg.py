@@ -11,23 +11,31 @@ module holds the schedule only: packing, blocking and threads.
    only feed accumulators that are thrown away.
 2. One parallel task per (batch, block of MC rows, block of NC columns).  A
    task walks k in blocks of KC; inside a block each MR x NR micro-tile
-   advances its accumulators from k0 to k1 (`micro_f32` / `micro_f64`) and
+   advances its accumulators from k0 to k1 (`products.micro_kernel`) and
    parks them in the padded output buffer until the next k-block (storing a
    float is exact).  Every accumulator therefore sees its steps for
    k = 0, 1, ..., K-1 in order, on one thread, whatever the thread count:
    tasks partition the outputs, never k.
 3. A parallel pass ends every chain (`finish` / `finish_add`: the addend once,
    canonical NaNs) and crops the padding.
+
+MR, NR and the cache blocks come from `BLOCKINGS`, chosen at import for the
+host's vector registers (AVX-512: 14 x 32 float32 in zmm registers; AVX2 and
+narrower: 6 x 16 in ymm registers) or by $SOFTREP_CPU_BLOCKING.  They decide
+which chains advance together, never the steps of any chain, so every host
+and every blocking gives the same bits.
 """
 
 import contextlib
+from dataclasses import dataclass
+import os
 
+import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, prange, types
 from numba.core import config as _numba_config
 
-from ..algorithms.products import (KC, MR, NR, chain_step, finish, finish_add, micro_f32, micro_f64,
-                                   start_chains)
+from ..algorithms.products import chain_step, finish, finish_add, micro_kernel, start_chains
 from ..algorithms.widening import narrowed_bits, widened
 from .launch import kernel
 
@@ -40,10 +48,66 @@ def _arrays(*ndims):
     return [tuple(types.Array(t, n, "C") for n in ndims) for t in _FLOATS]
 
 
-# Panels per task: MC = 8 * MR rows (a block of 8 panels x KC stays in L2),
-# NC = 16 * NR columns.
-_MC_PANELS = 8
-_NC_PANELS = 16
+# --------------------------------------------------------------------------- register blocking per host
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """The shape of the micro-kernel's register block and of the cache blocks.
+
+    mr rows of a times nr[dtype] columns of b are advanced together (mr * nr
+    accumulators, each its own chain); kc is the k-block, mc_panels and
+    nc_panels the panels of a and b per task; vector_bits is the vector width
+    the micro-kernel is vectorized for.  None of these can move a bit: they
+    choose which chains advance together, never the steps of one chain."""
+
+    mr: int
+    nr: dict
+    kc: int
+    mc_panels: int
+    nc_panels: int
+    vector_bits: int
+
+
+BLOCKINGS = {
+    # 16 ymm registers (AVX2, 8 float32 lanes): 6 rows x 2 vectors of
+    # accumulators = 12 registers, plus 2 for a row of b and 1 for a broadcast
+    # of a.  One packed panel of b (KC x NR) stays in L1 while the MR-row
+    # panels of a stream past it; MC = 8 * MR rows (8 panels x KC stay in L2),
+    # NC = 16 * NR columns.
+    "avx2": Blocking(mr=6, nr={np.dtype(np.float32): 16, np.dtype(np.float64): 8}, kc=256,
+                     mc_panels=8, nc_panels=16, vector_bits=256),
+    # 32 zmm registers (AVX-512, 16 float32 lanes): 14 rows x 2 vectors of
+    # accumulators = 28 registers, plus 2 for a row of b and 1 for a
+    # broadcast of a.
+    "avx512": Blocking(mr=14, nr={np.dtype(np.float32): 32, np.dtype(np.float64): 16}, kc=256,
+                       mc_panels=8, nc_panels=16, vector_bits=512),
+}
+
+BLOCKING_VARIABLE = "SOFTREP_CPU_BLOCKING"
+
+
+def host_blocking_name():
+    """The blocking for the CPU Numba compiles for: "avx512" when it has
+    AVX-512F (32 vector registers of 512 bits), "avx2" otherwise (the AVX2
+    shape also serves hosts with narrower vectors)."""
+    features = _numba_config.CPU_FEATURES
+    if features is None:
+        features = llvm.get_host_cpu_features().flatten()
+    return "avx512" if "+avx512f" in features.split(",") else "avx2"
+
+
+def _chosen_blocking():
+    name = os.environ.get(BLOCKING_VARIABLE) or host_blocking_name()
+    if name not in BLOCKINGS:
+        raise ValueError(f"{BLOCKING_VARIABLE}={name!r}: expected one of {sorted(BLOCKINGS)}")
+    return name
+
+
+BLOCKING_NAME = _chosen_blocking()
+BLOCKING = BLOCKINGS[BLOCKING_NAME]
+MR, NR, KC = BLOCKING.mr, BLOCKING.nr, BLOCKING.kc
+_MC_PANELS, _NC_PANELS = BLOCKING.mc_panels, BLOCKING.nc_panels
 
 
 @kernel("linalg.pack_a", *[sig + (_I,) for sig in _arrays(4, 3)])
@@ -164,8 +228,10 @@ def _make_blocks(micro, mr, nr, dtype):
     return blocks
 
 
-_blocks_f32 = _make_blocks(micro_f32, MR, NR[np.dtype(np.float32)], types.float32)
-_blocks_f64 = _make_blocks(micro_f64, MR, NR[np.dtype(np.float64)], types.float64)
+_blocks_f32 = _make_blocks(micro_kernel(np.float32, MR, NR[np.dtype(np.float32)]), MR,
+                           NR[np.dtype(np.float32)], types.float32)
+_blocks_f64 = _make_blocks(micro_kernel(np.float64, MR, NR[np.dtype(np.float64)]), MR,
+                           NR[np.dtype(np.float64)], types.float64)
 
 
 @kernel("linalg.finish", *_arrays(3, 3))
@@ -198,16 +264,29 @@ def _finish_outputs_bias_rows(out, cpad, bias):
             out[b, i, j] = finish_add(cpad[b, i, j], bias[b, i])
 
 
+_slp_width_set = False
+
+
 @contextlib.contextmanager
 def _slp_vectorize():
     """Compile with LLVM's SLP vectorizer, which Numba leaves off by default.
 
     It is what turns the micro-kernel's rows of NR scalar fmas into vfmadd on
-    ymm registers.  Vectorizing changes no rounding: each lane is the same
+    vector registers.  Vectorizing changes no rounding: each lane is the same
     IEEE fma (no fast-math flags, nothing reassociated).  Numba reads the flag
     whenever it builds a pass pipeline, so it only matters while a kernel
     compiles; loading a cached kernel is unaffected.
+
+    The vectorizer's register width is set to the blocking's: LLVM's cost
+    model prefers 256-bit vectors on most AVX-512 CPUs, which would split each
+    row of the AVX-512 block into ymm halves and leave half of the 32 zmm
+    registers' width unused.  The option is LLVM's, process-wide, and only
+    read by the SLP vectorizer, which Numba runs only when asked to.
     """
+    global _slp_width_set
+    if not _slp_width_set:
+        llvm.set_option("", f"-slp-max-reg-size={BLOCKING.vector_bits}")
+        _slp_width_set = True
     saved = _numba_config.SLP_VECTORIZE
     _numba_config.SLP_VECTORIZE = 1
     try:

@@ -21,6 +21,11 @@ A sum runs in two passes, both parallel over independent work items:
    each output still extending its own block's partial left to right.
 2. the tree over each row of partials, level by level (`sum_from_partials`).
 
+Short contiguous float32 rows (a multiple of 8 elements, at most
+SHORT_ROW_MAX) take one pass instead: work items of 8 rows, the rows in the
+lanes of one float32x8 vector, each row's tree right after its partials
+(`_short_rows_f32`).
+
 Neither the split into work items nor the thread count enters any addition:
 every partial and every tree node is a fixed function of n.
 
@@ -124,6 +129,13 @@ def _tile_columns(tile, k):
                            load_f32x8(tile, k + 7 * BLOCK))
 
 
+@register_jitable
+def _extend_seven(p, c1, c2, c3, c4, c5, c6, c7):
+    """The lanes of p extended by 7 columns, in order (`extend_values_f32x8` each)."""
+    return extend_values_f32x8(extend_values_f32x8(extend_values_f32x8(extend_values_f32x8(
+        extend_values_f32x8(extend_values_f32x8(extend_values_f32x8(p, c1), c2), c3), c4), c5), c6), c7)
+
+
 def _vector_group(dst, row, start, out_index):
     """dst[out_index + j] = partial of row[start + 128 j : start + 128 (j + 1)],
     j = 0..7, as the lanes of one float32x8 vector, and True -- when dst and
@@ -139,40 +151,13 @@ def _sum_blocks_f32x8(dst, row, start, out_index):
     c0, c1, c2, c3, c4, c5, c6, c7 = _tile_columns(tile, 0)
     c8, c9, c10, c11, c12, c13, c14, c15 = _tile_columns(tile, LANES)
     p = c0  # each block's partial begins with its first element (VALUES.begin)
-    p = extend_values_f32x8(p, c1)
-    p = extend_values_f32x8(p, c2)
-    p = extend_values_f32x8(p, c3)
-    p = extend_values_f32x8(p, c4)
-    p = extend_values_f32x8(p, c5)
-    p = extend_values_f32x8(p, c6)
-    p = extend_values_f32x8(p, c7)
-    p = extend_values_f32x8(p, c8)
-    p = extend_values_f32x8(p, c9)
-    p = extend_values_f32x8(p, c10)
-    p = extend_values_f32x8(p, c11)
-    p = extend_values_f32x8(p, c12)
-    p = extend_values_f32x8(p, c13)
-    p = extend_values_f32x8(p, c14)
-    p = extend_values_f32x8(p, c15)
+    p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
+    p = _extend_seven(extend_values_f32x8(p, c8), c9, c10, c11, c12, c13, c14, c15)
     for k in range(2 * LANES, BLOCK, 2 * LANES):
         c0, c1, c2, c3, c4, c5, c6, c7 = _tile_columns(tile, k)
         c8, c9, c10, c11, c12, c13, c14, c15 = _tile_columns(tile, k + LANES)
-        p = extend_values_f32x8(p, c0)
-        p = extend_values_f32x8(p, c1)
-        p = extend_values_f32x8(p, c2)
-        p = extend_values_f32x8(p, c3)
-        p = extend_values_f32x8(p, c4)
-        p = extend_values_f32x8(p, c5)
-        p = extend_values_f32x8(p, c6)
-        p = extend_values_f32x8(p, c7)
-        p = extend_values_f32x8(p, c8)
-        p = extend_values_f32x8(p, c9)
-        p = extend_values_f32x8(p, c10)
-        p = extend_values_f32x8(p, c11)
-        p = extend_values_f32x8(p, c12)
-        p = extend_values_f32x8(p, c13)
-        p = extend_values_f32x8(p, c14)
-        p = extend_values_f32x8(p, c15)
+        p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+        p = _extend_seven(extend_values_f32x8(p, c8), c9, c10, c11, c12, c13, c14, c15)
     store_f32x8(dst, out_index, p)
     return True
 
@@ -186,6 +171,76 @@ def _vector_group_impl(dst, row, start, out_index):
     if row.dtype == types.float32 and dst.dtype == types.float32 and dst.layout == "C":
         return _sum_blocks_f32x8
     return _no_vector_group
+
+
+# ------------------------------------------------------------------ 8 short rows per vector
+#
+# Short rows (a few blocks each, many rows: sum over the last dimension of
+# [batch, features]) gain nothing from 8 blocks per vector: a row of 64
+# elements has one block.  Instead 8 consecutive rows advance together, one
+# lane of a float32x8 vector per row: each step loads 8 consecutive elements
+# of each of the 8 rows, transposes the 8x8 tile (`transpose_f32x8`) and
+# extends the lanes with its 8 columns in k order, so lane r computes exactly
+# row r's left-to-right block partials of docs/order.md, block after block;
+# the tree over each row's partials (`sum_from_partials`) follows in the same
+# work item, while the partials are still in L1.  Rows must be contiguous
+# float32 with a length that is a multiple of 8 (every block is then whole
+# columns of tiles); other shapes take the general path.
+
+SHORT_ROW_MAX = 2048  # longest row for which 8 rows side by side beat 8 blocks side by side
+
+
+@register_jitable
+def _row_tile_columns(flat, at, n):
+    """Columns at .. at+7 of 8 consecutive rows of length n starting at flat[at]:
+    column q = [flat[at + q], flat[at + n + q], ..., flat[at + 7n + q]]."""
+    return transpose_f32x8(load_f32x8(flat, at), load_f32x8(flat, at + n), load_f32x8(flat, at + 2 * n),
+                           load_f32x8(flat, at + 3 * n), load_f32x8(flat, at + 4 * n),
+                           load_f32x8(flat, at + 5 * n), load_f32x8(flat, at + 6 * n),
+                           load_f32x8(flat, at + 7 * n))
+
+
+_OUT32 = types.Array(types.float32, 1, "A")
+_C32 = types.Array(types.float32, 1, "C")
+_C32_2D = types.Array(types.float32, 2, "C")
+
+
+@kernel("reduce.values.eight_rows", (_OUT32, _C32_2D, _C32, _C32, types.int64, types.int64))
+@njit(cache=True)
+def _eight_rows_f32(out, P, lanes, flat, n, i0):
+    # Rows i0 .. i0+7 of x (flat, C-contiguous, rows of n elements, n % 8 == 0);
+    # P (rows, blocks) and lanes (8 * blocks) are scratch.
+    nb = P.shape[1]
+    base = i0 * n
+    for j in range(nb):
+        s = base + j * BLOCK
+        stop = base + min(j * BLOCK + BLOCK, n)
+        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, s, n)
+        p = c0  # each block's partial begins with its first element (VALUES.begin)
+        p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
+        for k in range(s + LANES, stop, LANES):
+            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, k, n)
+            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+        store_f32x8(lanes, j * LANES, p)
+    for r in range(LANES):
+        row = P[i0 + r]
+        for j in range(nb):
+            row[j] = lanes[j * LANES + r]
+        out[i0 + r] = sum_from_partials(row, nb)
+
+
+@kernel("reduce.values.short_rows", (_OUT32, _C32_2D, _C32_2D, _C32, types.int64))
+@njit(parallel=True, cache=True)
+def _short_rows_f32(out, P, lanes, flat, n):
+    # One work item per group of 8 rows (rows beyond the last whole group are the caller's).
+    for g in prange(lanes.shape[0]):
+        _eight_rows_f32(out, P, lanes[g], flat, n, g * LANES)
+
+
+def _short_rows(x):
+    M, n = x.shape
+    return (x.dtype == np.float32 and M >= LANES and 0 < n <= SHORT_ROW_MAX and n % LANES == 0
+            and x.strides == (n * 4, 4))
 
 
 # Each parallel loop below calls a separately compiled (non-parallel) function
@@ -317,6 +372,7 @@ def blocked_sum(sums):
     sums.term(x[i, k], center[i]) over k (`sums`: a TermSum of
     softrep.algorithms.reduction)."""
     row_partials, column_partials = _sum_kernels(sums)
+    plain_values = sums is VALUES
 
     def run(out, x, center):
         M, n = x.shape
@@ -326,7 +382,15 @@ def blocked_sum(sums):
             out[:] = 0
             return
         nb = (n + BLOCK - 1) // BLOCK
-        if _outputs_contiguous(x):
+        if plain_values and _short_rows(x):
+            groups = M // LANES
+            P = np.empty((M, nb), dtype=x.dtype)
+            _short_rows_f32(out, P, np.empty((groups, nb * LANES), dtype=x.dtype), x.reshape(-1), n)
+            rest = groups * LANES
+            if rest < M:
+                row_partials(P[rest:], x[rest:], center[rest:])
+                _combine(out[rest:], P[rest:])
+        elif _outputs_contiguous(x):
             P = np.empty((nb, M), dtype=x.dtype)
             column_partials(P, x.T, center)
             _combine(out, P.T)
@@ -400,12 +464,72 @@ def _extreme_combine(values, indices, x, K, I):
         values[i] = extreme_value(x[i, at])
 
 
+# Rows of at most one chunk: one pass, a work item per EXTREME_ROWS rows.  The
+# winner's key is found first, as a plain maximum of `order_key` over the row
+# (`improves` without the index: an integer max, which vectorises), then its
+# first index by a scan that stops at the first element with that key --
+# the first index of the best key is exactly what the index-tracking scan
+# keeps, since ties keep the first.
+
+EXTREME_ROWS = 16  # rows per work item
+EXTREME_RUN = 16  # elements tested together for the winner's key
+
+
+@register_jitable
+def _best_key(row, n, largest):
+    best = order_key(row[0], largest)
+    for k in range(1, n):
+        key = order_key(row[k], largest)
+        if improves(key, best):
+            best = key
+    return best
+
+
+@register_jitable
+def _first_with_key(row, n, key, largest):
+    # Runs of EXTREME_RUN elements are first tested as a whole (a vectorised
+    # "any"), then the run holding the key is scanned in index order.
+    for s in range(0, n, EXTREME_RUN):
+        stop = min(s + EXTREME_RUN, n)
+        found = False
+        for k in range(s, stop):
+            found |= order_key(row[k], largest) == key
+        if found:
+            for k in range(s, stop):
+                if order_key(row[k], largest) == key:
+                    return k
+    return 0
+
+
+@kernel("reduce.extreme_row_block", *[(_a(t, 1), _a(_I, 1), _a(t, 2), _I, _I, types.boolean) for t in _FLOATS])
+@njit(cache=True)
+def _extreme_row_block(values, indices, x, i0, i1, largest):
+    n = x.shape[1]
+    for i in range(i0, i1):
+        row = x[i]
+        at = _first_with_key(row, n, _best_key(row, n, largest), largest)
+        indices[i] = at
+        values[i] = extreme_value(row[at])
+
+
+@kernel("reduce.extreme_rows", *[(_a(t, 1), _a(_I, 1), _a(t, 2), types.boolean) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def _extreme_rows(values, indices, x, largest):
+    M = x.shape[0]
+    for w in prange((M + EXTREME_ROWS - 1) // EXTREME_ROWS):
+        i0 = w * EXTREME_ROWS
+        _extreme_row_block(values, indices, x, i0, min(i0 + EXTREME_ROWS, M), largest)
+
+
 def extreme(values, indices, x, largest):
     """values[i], indices[i] = the max (largest) or min of row x[i] and its first index."""
     M, n = x.shape
     if M == 0:
         return
     nch = (n + EXTREME_CHUNK - 1) // EXTREME_CHUNK
+    if nch == 1 and not _outputs_contiguous(x):
+        _extreme_rows(values, indices, x, largest)
+        return
     if _outputs_contiguous(x):
         K = np.empty((nch, M), dtype=np.int64)
         I = np.empty((nch, M), dtype=np.int64)
