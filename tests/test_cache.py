@@ -10,7 +10,7 @@ SCRIPT = r"""
 import json, torch, softrep
 from softrep.primitives import rounding as R
 from softrep.cpu import launch
-softrep.add(torch.ones(3), torch.ones(3), rounding="up")
+softrep.add(torch.ones(100000), torch.ones(100000), rounding="up")  # above the serial path's size
 d = launch.elementwise(R.add_ru, 2)
 print(json.dumps({"hits": sum(d.stats.cache_hits.values()), "misses": sum(d.stats.cache_misses.values()),
                   "dir": softrep.primitives.jit.cache_dir()}))

@@ -75,6 +75,6 @@ def test_changelog_lists_the_reference_values():
     rows = [line for line in section.splitlines() if line.startswith("| ") and "char_transformer" in line]
     for steps, values in example.REFERENCE.items():
         row = [line for line in rows if f"{steps} steps" in line]
-        assert len(row) == 1, f"CHANGELOG.md: no single row for char_transformer.py, {steps} steps"
-        for value in values.values():
-            assert f"`{value[:8]}…{value[-8:]}`" in row[0]
+        assert row, f"CHANGELOG.md: no row for char_transformer.py, {steps} steps"
+        for value in values.values():  # the last row of a run holds its current values
+            assert f"`{value[:8]}…{value[-8:]}`" in row[-1]
