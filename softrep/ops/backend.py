@@ -18,6 +18,7 @@ costs microseconds on a quiet machine and milliseconds on a loaded one, more
 than the work.  The thread count never changes a result (docs/order.md).
 """
 
+import contextlib
 import os
 
 import numpy as np
@@ -48,6 +49,21 @@ def requested():
             raise ValueError(f"SOFTREP_BACKEND must be one of {', '.join(_CHOICES)}; got {value!r}")
         _requested_cache[raw] = value
     return value
+
+
+@contextlib.contextmanager
+def selected(backend):
+    """Inside the block, SOFTREP_BACKEND is `backend` ("auto", "cpu" or "cuda");
+    the caller's setting is restored afterwards."""
+    old = os.environ.get("SOFTREP_BACKEND")
+    os.environ["SOFTREP_BACKEND"] = backend
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SOFTREP_BACKEND"]
+        else:
+            os.environ["SOFTREP_BACKEND"] = old
 
 
 def light_dtype(tensors):

@@ -67,6 +67,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit, prange
 
+from ..ops.backend import selected
 from ..primitives.jit import bitcast
 
 HARD_ULPS = 2.0**-20  # "hard case": within this many float32 ulps of a rounding boundary
@@ -773,16 +774,9 @@ def _kernel_output(name, xs, backend, ys=None):
 
     import softrep.ops.math as M
 
-    old = os.environ.get("SOFTREP_BACKEND")
-    os.environ["SOFTREP_BACKEND"] = backend
-    try:
-        args = (xs,) if ys is None else (xs, ys)
+    args = (xs,) if ys is None else (xs, ys)
+    with selected(backend):
         out = M.FUNCTIONS[name].op(*(torch.from_numpy(np.ascontiguousarray(a, np.float32)) for a in args))
-    finally:
-        if old is None:
-            del os.environ["SOFTREP_BACKEND"]
-        else:
-            os.environ["SOFTREP_BACKEND"] = old
     return out.numpy()
 
 

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ops.backend import selected
+
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 HARD_CASE_DIR_F64 = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                  "tests", "data", "mathlib_hard_cases_f64")
@@ -309,15 +311,8 @@ def kernel_output64(name, args, backend="cpu"):
 
     import softrep.ops.math as M
 
-    old = os.environ.get("SOFTREP_BACKEND")
-    os.environ["SOFTREP_BACKEND"] = backend
-    try:
+    with selected(backend):
         out = M.FUNCTIONS[name].op(*(torch.from_numpy(np.ascontiguousarray(a, np.float64)) for a in args))
-    finally:
-        if old is None:
-            del os.environ["SOFTREP_BACKEND"]
-        else:
-            os.environ["SOFTREP_BACKEND"] = old
     return out.numpy().view(np.uint64)
 
 
