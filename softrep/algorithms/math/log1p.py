@@ -18,7 +18,14 @@ float64 (`log1p_f64`, correctly rounded; scheme: multiword.py):
 * |x| < 2^-54: log1p(x) = x (1 - x/2 + ...) is within 2^-55 |x| of x, less
   than half the spacing around x: the result is x (+-0, subnormals).
 * |x| < 2^-4: explog64's atanh series on f = x itself (exact), < 2^-98 and
-  < 2^-147 relative.
+  < 2^-147 relative.  The accurate path for |x| < 2^-20 instead computes
+  T = log1p(x) - x = x^2 (-1/2 + x/3 - x^2/4 + ... + x^8/10) (omitted
+  < 2^-180 |T|; triple-double Horner in x, < 2^-150, times the exact x^2:
+  < 2^-148 |T|) and rounds x + T exactly (`round_sum`; the rounding of
+  Tm + Tl adds < 2^-106 |T|).  The error is then relative to T ~ x^2/2, not
+  to x: < 2^-167 |x|, so inputs of the form m 2^-k with few bits, whose
+  series terms nearly cancel their distance to a midpoint (CORE-MATH's list
+  has one 2^-101 ulp away), are decided by the bound too.
 * otherwise 1 + x = u + c exactly (two_sum), |c| <= ulp(u)/2, and
   log1p(x) = log(u) + log(1 + t), t = c/u (|t| <= 2^-53):
   log(1 + t) = t - t^2/2 + t^3/3 - ..., the t^3 term < 2^-159.  log u from
@@ -28,13 +35,16 @@ float64 (`log1p_f64`, correctly rounded; scheme: multiword.py):
   < 2^-95 (rounding test: 2^-93) and < 2^-143.9.
 """
 
+from fractions import Fraction
+
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (F64, INF32, NAN32, ONE, TWO, atanh_series, dd_add, dd_div, dd_to_f32, log_core, log_dd,
-                   round_if_safe, two_sum)
-from .explog64 import log1p_series_dd, log1p_series_td, log_dd as log_dd64, log_split, log_td, SERIES_LIMIT
-from .multiword import dd_error, td_add, td_div, td_mul, td_round, ziv_round
+                   round_if_safe, two_prod, two_sum)
+from .explog64 import (SERIES_LIMIT, log1p_series_dd, log1p_series_td, log_dd as log_dd64, log_split, log_td,
+                       td_horner_step)
+from .multiword import dd_error, round_sum, td_add, td_const, td_div, td_mul, td_round, ziv_round
 
 MINUS_ONE32 = np.float32(-1.0)
 NEG_INF32 = np.float32(-np.inf)
@@ -64,6 +74,9 @@ def log1p_f32(x):
 
 
 LOG1P_64_TINY = F64(2.0**-54)
+LOG1P_64_NEAR = F64(2.0**-20)
+# (-1)^(n+1)/n, n = 2 .. 10, as triple-doubles: log1p(x) - x = sum_n Q_n x^n
+(Q2, Q3, Q4, Q5, Q6, Q7, Q8, Q9, Q10) = (td_const(Fraction((-1) ** (n + 1), n)) for n in range(2, 11))
 LOG1P_64_EPS = F64(2.0**-93)
 MINUS_ONE64 = F64(-1.0)
 MINUS_HALF64 = F64(-0.5)
@@ -96,10 +109,29 @@ def log1p_fast64(x):
 
 
 @jitable
+def log1p_minus_x_td(x):
+    """log1p(x) - x for 2^-54 <= |x| < 2^-20 as a triple-double, relative error < 2^-148."""
+    ph, pm, pl = Q10
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q9)
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q8)
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q7)
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q6)
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q5)
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q4)
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q3)
+    ph, pm, pl = td_horner_step(ph, pm, pl, x, ZERO64, ZERO64, Q2)
+    sh, sl = two_prod(x, x)
+    return td_mul(ph, pm, pl, sh, sl, ZERO64)
+
+
+@jitable
 def log1p_f64(x):
     r, ok = log1p_fast64(x)
     if ok:
         return r
+    if fabs(x) < LOG1P_64_NEAR:
+        th, tm, tl = log1p_minus_x_td(x)
+        return round_sum(x, th, add_rn(tm, tl))
     if fabs(x) < SERIES_LIMIT:
         h, m, l = log1p_series_td(x)
         return td_round(h, m, l, np.int64(0))
