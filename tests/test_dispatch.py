@@ -270,9 +270,6 @@ def test_functional_matmul_softmax_matches_softrep_api(batch, w_batch, product):
     assert mode.counts["aten._softmax_backward_data.default"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="under the reproducible mode torch's linear backward reaches softrep as "
-                   "aten.mm (one chain over all rows), while softrep.linear's weight and bias gradients follow "
-                   "the batch order (docs/order.md); the mode does not see the sample dim")
 def test_linear_conv_log_softmax_match_softrep_api():
     g = torch.Generator().manual_seed(2)
     x = torch.randn(2, 2, 5, 5, generator=g)
@@ -304,12 +301,28 @@ def test_linear_conv_log_softmax_match_softrep_api():
     mode = softrep.reproducible()
     for got, want in zip(run(torch_net, mode), run(softrep_net)):
         assert_same_bits(got, want)
-    for op in ("convolution", "convolution_backward", "addmm", "_log_softmax", "_log_softmax_backward_data",
-               "tanh", "tanh_backward"):
+    # F.conv2d and F.linear are computed by softrep.conv2d / softrep.linear above
+    # autograd (their backward is softrep's); the other ops are rerouted as aten ops
+    assert mode.counts["torch.nn.functional.conv2d"] == 1 and mode.counts["torch.nn.functional.linear"] == 1
+    for op in ("convolution", "convolution_backward", "addmm", "mm"):
+        assert mode.counts[f"aten.{op}.default"] == 0, op
+    for op in ("_log_softmax", "_log_softmax_backward_data", "tanh", "tanh_backward"):
         assert mode.counts[f"aten.{op}.default"] == 1, op
 
+    # functions=False: the aten ops alone; the same forward and conv gradients,
+    # but linear's weight gradient is one chain over the rows (aten.mm)
+    aten_only = softrep.reproducible(functions=False)
+    got = run(torch_net, aten_only)
+    for i in (0, 1, 2, 3):
+        assert_same_bits(got[i], run(softrep_net)[i])
+    for op in ("convolution", "convolution_backward", "addmm", "_log_softmax", "_log_softmax_backward_data",
+               "tanh", "tanh_backward"):
+        assert aten_only.counts[f"aten.{op}.default"] == 1, op
+    assert not any(name.startswith("torch.") for name in aten_only.counts)
 
-def test_conv1d_matches_softrep_api():
+
+@pytest.mark.parametrize("functions", [True, False])
+def test_conv1d_matches_softrep_api(functions):
     g = torch.Generator().manual_seed(3)
     x, w = torch.randn(2, 2, 7, generator=g), torch.randn(3, 2, 3, generator=g)
 
@@ -320,8 +333,12 @@ def test_conv1d_matches_softrep_api():
             out.backward(torch.ones_like(out))
         return out.detach(), xl.grad, wl.grad
 
-    for got, want in zip(run(F.conv1d, softrep.reproducible()), run(softrep.conv1d)):
+    mode = softrep.reproducible(functions=functions)
+    for got, want in zip(run(F.conv1d, mode), run(softrep.conv1d)):
         assert_same_bits(got, want)
+    # routed above autograd (softrep.conv1d), or rerouted as aten ops
+    assert mode.counts["torch.nn.functional.conv1d"] == functions
+    assert mode.counts["aten.convolution_backward.default"] == (not functions)
 
 
 @pytest.mark.parametrize("name", ops.UNARY_MATH)
@@ -531,14 +548,15 @@ def test_simulator_conv_tanh_linear_log_softmax_matches_cpu_softrep(monkeypatch)
 
     mode = softrep.reproducible()
     patched = run(torch_net, mode)  # CUDA kernels, simulated
-    assert mode.counts["aten.convolution_backward.default"] == 1
+    assert mode.counts["torch.nn.functional.conv2d"] == 1 and mode.counts["torch.nn.functional.linear"] == 1
     monkeypatch.setenv("SOFTREP_BACKEND", "cpu")
     for got, want in zip(patched, run(softrep_net)):
         assert_same_bits(got, want)
 
 
+@pytest.mark.parametrize("functions", [True, False])
 @pytest.mark.parametrize("kwargs", [{}, {"ignore_index": 2}, {"reduction": "sum"}, {"weight": "w"}])
-def test_cross_entropy_matches_softrep_api(kwargs):
+def test_cross_entropy_matches_softrep_api(kwargs, functions):
     g = torch.Generator().manual_seed(8)
     logits = torch.randn(5, 4, generator=g)
     labels = torch.tensor([0, 2, 3, 2, 1])
@@ -552,14 +570,17 @@ def test_cross_entropy_matches_softrep_api(kwargs):
             loss.backward()
         return loss.detach(), x.grad
 
-    mode = softrep.reproducible()
+    mode = softrep.reproducible(functions=functions)
     for got, want in zip(run(F.cross_entropy, mode), run(softrep.nn.functional.losses.cross_entropy)):
         assert_same_bits(got, want)
-    assert mode.counts["aten.nll_loss_forward.default"] == 1 and mode.counts["aten.nll_loss_backward.default"] == 1
+    assert mode.counts["torch.nn.functional.cross_entropy"] == functions
+    assert mode.counts["aten.nll_loss_forward.default"] == mode.counts["aten.nll_loss_backward.default"] == (
+        not functions)
 
 
+@pytest.mark.parametrize("functions", [True, False])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_mse_loss_matches_softrep_api(reduction):
+def test_mse_loss_matches_softrep_api(reduction, functions):
     g = torch.Generator().manual_seed(9)
     x, t = torch.randn(4, 3, generator=g), torch.randn(4, 3, generator=g)
 
@@ -570,10 +591,12 @@ def test_mse_loss_matches_softrep_api(reduction):
             loss.backward(torch.ones_like(loss))
         return loss.detach(), xl.grad, tl.grad
 
-    mode = softrep.reproducible()
+    mode = softrep.reproducible(functions=functions)
     for got, want in zip(run(F.mse_loss, mode), run(softrep.nn.functional.losses.mse_loss)):
         assert_same_bits(got, want)
-    assert mode.counts["aten.mse_loss.default"] == 1 and mode.counts["aten.mse_loss_backward.default"] == 2
+    assert mode.counts["torch.nn.functional.mse_loss"] == functions
+    assert mode.counts["aten.mse_loss.default"] == (not functions)
+    assert mode.counts["aten.mse_loss_backward.default"] == (0 if functions else 2)
 
 
 def test_cli_script_that_raises(tmp_path, capsys):
@@ -585,8 +608,9 @@ def test_cli_script_that_raises(tmp_path, capsys):
     assert "aten.exp.default" in captured.out and "exited with status 1" in captured.out
 
 
+@pytest.mark.parametrize("functions", [True, False])
 @pytest.mark.parametrize("normalized_shape, affine", [((4,), True), ((3, 4), True), ((4,), False)])
-def test_layer_norm_matches_softrep_api(normalized_shape, affine):
+def test_layer_norm_matches_softrep_api(normalized_shape, affine, functions):
     g = torch.Generator().manual_seed(10)
     x = torch.randn(2, 3, 4, generator=g)
     w = torch.rand(normalized_shape, generator=g) + 0.5 if affine else None
@@ -600,10 +624,11 @@ def test_layer_norm_matches_softrep_api(normalized_shape, affine):
             out.backward(seed)
         return [out.detach()] + [t.grad for t in leaves if t is not None]
 
-    mode = softrep.reproducible()
+    mode = softrep.reproducible(functions=functions)
     for got, want in zip(run(F.layer_norm, mode), run(softrep.nn.functional.normalization.layer_norm)):
         assert_same_bits(got, want)
-    assert mode.counts["aten.native_layer_norm_backward.default"] == 1
+    assert mode.counts["torch.nn.functional.layer_norm"] == functions
+    assert mode.counts["aten.native_layer_norm_backward.default"] == (not functions)
 
 
 def test_layer_norm_backward_without_its_forward_refuses():
@@ -622,3 +647,129 @@ def test_audit_of_a_patched_model_sees_only_exact_ops():
     assert patched.ok
     assert "aten._softmax.default" not in patched.ops() and "aten.mm.default" not in patched.ops()
     assert set(patched.ops().values()) == {EXACT}
+
+
+# --------------------------------------------------------------------------- torch functions routed above autograd
+
+
+class _OwnLinear(torch.nn.Module):
+    """A user module that from_torch_module cannot convert: F.linear on its own parameters."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(11)
+        self.weight = torch.nn.Parameter(torch.randn(3, 5, generator=g))
+        self.bias = torch.nn.Parameter(torch.randn(3, generator=g))
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+def _linear_grads(fn, x, w, b, seed):
+    leaves = [t.clone().requires_grad_(True) for t in (w, b)]
+    out = fn(x, *leaves)
+    out.backward(seed)
+    return [out.detach()] + [t.grad for t in leaves]
+
+
+def test_routed_linear_gradient_is_the_batch_order_of_softrep_linear():
+    # (N, T, K) rows: softrep.linear's weight gradient is per-sample partials added
+    # along the batch tree; torch's AddmmBackward is one mm over all N*T rows
+    g = torch.Generator().manual_seed(12)
+    x, w, b = torch.randn(5, 7, 33, generator=g), torch.randn(4, 33, generator=g), torch.randn(4, generator=g)
+    seed = torch.randn(5, 7, 4, generator=g)
+    want = _linear_grads(softrep.linear, x, w, b, seed)
+    with softrep.reproducible() as mode:
+        got = _linear_grads(F.linear, x, w, b, seed)
+    for a, c in zip(got, want):
+        assert_same_bits(a, c)
+    assert dict(mode.counts) == {"torch.nn.functional.linear": 1}
+    with softrep.reproducible(functions=False) as aten_only:
+        chain = _linear_grads(F.linear, x, w, b, seed)
+    assert_same_bits(chain[0], want[0])  # the forward is the same either way
+    assert not torch.equal(_bits(chain[1]), _bits(want[1]))  # the weight gradient is not
+    assert "aten.mm.default" in aten_only.counts
+
+
+def test_patch_routes_the_functions_of_unconverted_modules():
+    model = torch.nn.Sequential(_OwnLinear(), torch.nn.Tanh())
+    patched = softrep.patch(model)
+    g = torch.Generator().manual_seed(13)
+    x, seed = torch.randn(4, 2, 5, generator=g), torch.randn(4, 2, 3, generator=g)
+    patched(x).backward(seed)  # the backward outside any mode
+    assert patched.softrep_counts["torch.nn.functional.linear"] == 1
+    assert "aten.mm.default" not in patched.softrep_counts
+    w, b = (t.detach().clone().requires_grad_(True) for t in (model[0].weight, model[0].bias))
+    softrep.tanh(softrep.linear(x, w, b)).backward(seed)
+    assert_same_bits(patched[0].weight.grad, w.grad)
+    assert_same_bits(patched[0].bias.grad, b.grad)
+
+
+@pytest.mark.parametrize("call, expect", [
+    # arguments softrep's function does not take: torch's function runs, its aten
+    # ops rerouted by the dispatch mode as before
+    (lambda x, w: F.conv2d(x, w, padding="same"), "aten.convolution.default"),
+    (lambda x, w: F.embedding(torch.tensor([[0, 1]]), w[0, 0], max_norm=1.0), None),
+    (lambda x, w: F.cross_entropy(x.flatten(1), torch.tensor([0, 1]), label_smoothing=0.1),
+     "aten._log_softmax.default"),
+    (lambda x, w: F.linear(x.flatten(1).double(), w.flatten(1)[:, :8]), None),  # mixed dtypes
+])
+def test_unsupported_arguments_fall_back_to_the_aten_ops(call, expect):
+    g = torch.Generator().manual_seed(14)
+    x, w = torch.randn(2, 2, 2, 2, generator=g), torch.randn(3, 2, 3, 3, generator=g)
+    with softrep.reproducible(strict=False) as mode, warnings.catch_warnings():
+        warnings.simplefilter("ignore", softrep.tools.dispatch.NotReproducibleWarning)
+        try:
+            call(x, w)
+        except RuntimeError:
+            pass  # torch's own error for the mixed dtypes: still torch's function that ran
+    assert not any(name.startswith("torch.") for name in mode.counts), dict(mode.counts)
+    if expect is not None:
+        assert expect in mode.counts, dict(mode.counts)
+
+
+def test_same_padding_conv_matches_explicit_padding():
+    g = torch.Generator().manual_seed(15)
+    x, w = torch.randn(2, 2, 5, 5, generator=g), torch.randn(3, 2, 3, 3, generator=g)
+    with softrep.reproducible(strict=True) as mode:
+        got = F.conv2d(x, w, padding="same")
+    assert_same_bits(got, softrep.conv2d(x, w, padding=1))
+    assert mode.counts["aten.convolution.default"] == 1
+
+
+def test_float16_linear_is_not_routed_and_refused():
+    x, w = torch.ones(2, 3, dtype=torch.float16), torch.ones(4, 3, dtype=torch.float16)
+    with pytest.raises(NotReproducibleError, match="aten.mm"), softrep.reproducible(strict=True):
+        F.linear(x, w)
+
+
+class _Wrapped(torch.Tensor):
+    """A tensor subclass with a __torch_function__ of its own."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_tensor_subclass_is_not_routed():
+    x, w = torch.ones(2, 3).as_subclass(_Wrapped), torch.ones(4, 3)
+    with softrep.reproducible() as mode:
+        F.linear(x, w)
+    assert "torch.nn.functional.linear" not in mode.counts and "aten.mm.default" in mode.counts
+
+
+def test_torch_func_transforms_keep_the_aten_path():
+    g = torch.Generator().manual_seed(16)
+    x, w, b = torch.randn(4, 3, generator=g), torch.randn(2, 3, generator=g), torch.randn(2, generator=g)
+    with softrep.reproducible() as mode:
+        grad = torch.func.grad(lambda w: F.linear(x, w, b).sum())(w)
+        rows = torch.func.vmap(lambda r: F.linear(r, w, b))(x)
+    assert not any(name.startswith("torch.") for name in mode.counts)
+    with softrep.reproducible(functions=False):
+        assert_same_bits(grad, torch.func.grad(lambda w: F.linear(x, w, b).sum())(w))
+    assert_same_bits(rows, softrep.linear(x, w, b))
+
+
+def test_functions_argument_is_checked():
+    with pytest.raises(TypeError, match="'functions'"):
+        softrep.reproducible(functions="yes")

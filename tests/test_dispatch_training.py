@@ -141,8 +141,11 @@ def test_audit_backward_default_follows_the_model():
 # --------------------------------------------------------------------------- layers
 
 
-def _compare(torch_fn, softrep_fn, inputs, grad_seed, expect_ops=()):
-    """Forward and input gradients of torch_fn under the mode == those of softrep_fn."""
+def _compare(torch_fn, softrep_fn, inputs, grad_seed, expect_ops=(), routed=None, functions=(True, False)):
+    """Forward and input gradients of torch_fn under the mode == those of softrep_fn,
+    with the torch functions routed to softrep's (functions=True: `routed`, the
+    name of torch_fn's routed function, counted once) and with the aten ops alone
+    (functions=False: each of `expect_ops` counted).  Returns the last mode."""
     seeds = []
 
     def run(fn, mode=None):
@@ -155,14 +158,19 @@ def _compare(torch_fn, softrep_fn, inputs, grad_seed, expect_ops=()):
             out.backward(seeds[0])
         return [out.detach()] + [t.grad for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
 
-    mode = softrep.reproducible(strict=True)
     want = run(softrep_fn)
-    got = run(torch_fn, mode)
-    assert len(got) == len(want)
-    for a, b in zip(got, want):
-        assert_same_bits(a, b)
-    for op in expect_ops:
-        assert mode.counts[op] >= 1, (op, dict(mode.counts))
+    for routes in functions:
+        mode = softrep.reproducible(strict=True, functions=routes)
+        got = run(torch_fn, mode)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert_same_bits(a, b)
+        if routes:
+            routed_counts = {k: v for k, v in mode.counts.items() if k.startswith("torch.")}
+            assert routed_counts == ({} if routed is None else {f"torch.nn.functional.{routed}": 1})
+        else:
+            for op in expect_ops:
+                assert mode.counts[op] >= 1, (op, dict(mode.counts))
     return mode
 
 
@@ -177,8 +185,9 @@ def _seed_like(seed):
 SNF = snn.functional
 
 
+@pytest.mark.parametrize("functions", [True, False])
 @pytest.mark.parametrize("training", [True, False])
-def test_batch_norm_matches_softrep_api(training):
+def test_batch_norm_matches_softrep_api(training, functions):
     x, w, b = _randn(4, 3, 2, 2, seed=1), _randn(3, seed=2).abs() + 0.5, _randn(3, seed=3)
     stats = {key: (_randn(3, seed=4), _randn(3, seed=5).abs() + 0.5) for key in ("torch", "softrep")}
 
@@ -188,7 +197,8 @@ def test_batch_norm_matches_softrep_api(training):
         return run
 
     _compare(with_stats(F.batch_norm, "torch"), with_stats(SNF.batch_norm, "softrep"), (x, w, b), _seed_like(6),
-             ["aten.native_batch_norm.default", "aten.native_batch_norm_backward.default"])
+             ["aten.native_batch_norm.default", "aten.native_batch_norm_backward.default"], "batch_norm",
+             functions=(functions,))
     for a, c in zip(stats["torch"], stats["softrep"]):  # running statistics updated alike
         assert_same_bits(a, c)
 
@@ -196,7 +206,7 @@ def test_batch_norm_matches_softrep_api(training):
 def test_group_norm_matches_softrep_api():
     x, w, b = _randn(2, 4, 3, seed=1), _randn(4, seed=2), _randn(4, seed=3)
     _compare(lambda x, w, b: F.group_norm(x, 2, w, b, 1e-4), lambda x, w, b: SNF.group_norm(x, 2, w, b, 1e-4),
-             (x, w, b), _seed_like(4), ["aten.native_group_norm_backward.default"])
+             (x, w, b), _seed_like(4), ["aten.native_group_norm_backward.default"], "group_norm")
 
 
 def test_fused_rms_norm_is_the_cpu_composite():
@@ -205,7 +215,7 @@ def test_fused_rms_norm_is_the_cpu_composite():
     x, w = _randn(2, 3, 4, seed=1), _randn(4, seed=2)
     g = _randn(2, 3, 4, seed=3)
     xl, wl = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
-    with softrep.reproducible(strict=True) as mode:
+    with softrep.reproducible(strict=True, functions=False) as mode:  # the aten ops, not softrep.rms_norm
         out = F.rms_norm(xl, (4,), wl, 1e-5)
         out.backward(g)
     assert "aten.rsqrt.default" in mode.counts
@@ -216,6 +226,14 @@ def test_fused_rms_norm_is_the_cpu_composite():
     assert_same_bits(fused, out.detach())
     assert_same_bits(gx, xl.grad)
     assert_same_bits(gw, wl.grad)
+
+
+def test_rms_norm_is_routed_to_softrep_rms_norm():
+    # with the functions routed, F.rms_norm is softrep.rms_norm on every device:
+    # its forward and its weight gradient (the batch order) are the softrep API's
+    x, w = _randn(3, 2, 4, seed=1), _randn(4, seed=2)
+    _compare(lambda x, w: F.rms_norm(x, (4,), w, 1e-5), lambda x, w: SNF.rms_norm(x, (4,), w, 1e-5), (x, w),
+             _seed_like(3), routed="rms_norm", functions=(True,))
 
 
 @pytest.mark.parametrize("torch_fn, softrep_fn, op", [
@@ -234,7 +252,7 @@ def test_pooling_matches_softrep_api(torch_fn, softrep_fn, op):
 def test_embedding_backward_matches_softrep_api():
     table, idx = _randn(5, 3, seed=1), torch.tensor([[0, 4, 4], [1, 4, 0]])
     _compare(lambda w: F.embedding(idx, w, padding_idx=1), lambda w: SNF.embedding(idx, w, padding_idx=1),
-             (table,), _seed_like(2), ["aten.embedding_dense_backward.default"])
+             (table,), _seed_like(2), ["aten.embedding_dense_backward.default"], "embedding")
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"mask": True}])
@@ -244,7 +262,7 @@ def test_scaled_dot_product_attention_matches_softrep_api(kwargs):
         kwargs["attn_mask"] = torch.tensor([[True, False, True, True, False]] * 3)
     _compare(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs),
              lambda q, k, v: SNF.scaled_dot_product_attention(q, k, v, **kwargs), (q, k, v), _seed_like(4),
-             ["aten._scaled_dot_product_flash_attention_for_cpu_backward.default"])
+             ["aten._scaled_dot_product_flash_attention_for_cpu_backward.default"], "scaled_dot_product_attention")
 
 
 # --------------------------------------------------------------------------- torch's random ops
@@ -353,9 +371,6 @@ def _explicit_script():
     return torch.nn.Sequential(layers[0], torch.nn.Tanh(), torch.nn.Dropout(0.25), layers[1])
 
 
-@pytest.mark.xfail(strict=True, reason="under the reproducible mode torch's linear backward reaches softrep as "
-                   "aten.mm (one chain over all rows), while softrep.linear's weight and bias gradients follow "
-                   "the batch order (docs/order.md); the mode does not see the sample dim")
 def test_plain_torch_training_loop_equals_the_explicit_softrep_api():
     with softrep.reproducible(strict=True) as mode:
         model = _plain_script()

@@ -11,6 +11,12 @@ classified by softrep/tools/dispatch/ops.py and
   (strict=True), or run by torch after one `NotReproducibleWarning` per op
   (strict=False).
 
+Above autograd, it also enters a TorchFunctionMode (functions.py) that
+computes the torch functions whose backward reduces over the batch
+(`F.linear`, `F.conv2d`, the norms, the losses, ...) with softrep's own
+functions, so that autograd records softrep's Functions and their gradients
+follow the batch order of docs/order.md, as with the explicit softrep API.
+
 A backward runs under the mode only if `.backward()` is called inside it (the
 mode is thread-local state of the caller); `patch` takes care of that.
 """
@@ -23,6 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_leaves, tree_unflatten
 
 from ...ops.generator import follow_torch_manual_seed
+from . import functions
 from . import ops
 from . import sites
 
@@ -50,17 +57,61 @@ class reproducible(TorchDispatchMode):  # noqa: N801  (used like torch.no_grad)
     """Dispatch mode: supported aten ops run softrep's kernels, exact ops run torch's,
     other ops raise (strict=True) or warn once per op (strict=False).
 
-    `counts` is a Counter of the ops softrep computed (aten overload names).
+    `counts` is a Counter of what softrep computed: aten overload names (e.g.
+    ``aten.mm.default``) for the aten ops rerouted, and
+    ``torch.nn.functional.<name>`` for the torch functions computed by their
+    softrep function (`functions`; the aten ops that function runs are not
+    counted again).
+
+    functions=True (the default) computes the torch functions of
+    softrep.tools.dispatch.functions.ROUTES (linear, conv1d, conv2d, embedding,
+    the norms, scaled_dot_product_attention, the losses) with softrep's
+    functions above autograd, so that their gradients follow softrep's batch
+    order; functions=False leaves every call to the aten-level rerouting alone
+    (weight gradients of linear are then one chain over all rows).
     """
 
-    def __init__(self, strict=True, *, _shared=None):
+    def __init__(self, strict=True, *, functions=True, _shared=None):
         super().__init__()
         if not isinstance(strict, bool):
             raise TypeError(f"softrep.reproducible: argument 'strict' must be a bool, got {type(strict).__name__}")
+        if not isinstance(functions, bool):
+            raise TypeError(f"softrep.reproducible: argument 'functions' must be a bool, got "
+                            f"{type(functions).__name__}")
         self.strict = strict
+        self.functions = functions
         shared = _shared if _shared is not None else {"counts": collections.Counter(), "warned": set()}
         self.counts = shared["counts"]
         self._warned = shared["warned"]
+        self._routes = []  # the FunctionRoutes entered with each (nested) `with`
+
+    def __enter__(self):
+        routes = functions.FunctionRoutes(self.counts) if self.functions else None
+        result = super().__enter__()
+        if routes is not None:
+            routes.__enter__()
+        self._routes.append(routes)
+        return result
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        routes = self._routes.pop()
+        if routes is not None:
+            routes.__exit__(exc_type, exc_value, traceback)
+        return super().__exit__(exc_type, exc_value, traceback)
+
+    def _run_rule(self, rule, args, kwargs):
+        # the mode is off inside its handler, so softrep's ops run plainly here;
+        # no_grad: autograd sits above the dispatcher and is already handled;
+        # the function routes are paused: a rule's softrep code is never rerouted
+        routes = self._routes[-1] if self._routes else None
+        if routes is not None:
+            routes.paused += 1
+        try:
+            with torch.no_grad():
+                return rule.run(*args, **kwargs)
+        finally:
+            if routes is not None:
+                routes.paused -= 1
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -69,10 +120,7 @@ class reproducible(TorchDispatchMode):  # noqa: N801  (used like torch.no_grad)
             return func(*args, **kwargs)
         if cls == ops.REPRODUCIBLE:
             self.counts[str(func)] += 1
-            # the mode is off inside its handler, so softrep's ops run plainly here;
-            # no_grad: autograd sits above the dispatcher and is already handled
-            with torch.no_grad():
-                return rule.run(*args, **kwargs)
+            return self._run_rule(rule, args, kwargs)
         if cls == ops.NOT_REPRODUCIBLE:
             name = str(func)
             _, site = sites.current_site()
