@@ -773,3 +773,19 @@ def test_torch_func_transforms_keep_the_aten_path():
 def test_functions_argument_is_checked():
     with pytest.raises(TypeError, match="'functions'"):
         softrep.reproducible(functions="yes")
+
+
+def test_the_function_mode_leaves_with_the_dispatch_mode():
+    mode = softrep.reproducible()
+    before = torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+    with pytest.raises(ZeroDivisionError):
+        with mode:
+            assert torch._C._len_torch_function_stack() == before[0] + 1
+            1 / 0
+    assert (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()) == before
+    x, w = torch.ones(2, 3), torch.ones(4, 3)
+    with mode:  # entered again: routed again
+        F.linear(x, w)
+    with softrep.reproducible(functions=False):
+        assert torch._C._len_torch_function_stack() == before[0]
+    assert mode.counts["torch.nn.functional.linear"] == 1
