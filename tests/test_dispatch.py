@@ -743,6 +743,16 @@ def test_float16_linear_is_not_routed_and_refused():
         F.linear(x, w)
 
 
+def test_linear_under_autocast_is_not_routed():
+    # autocast casts to bfloat16 below the function level: torch's semantics are a
+    # bfloat16 product, which the aten path refuses, rather than softrep's float32 one
+    x, w = torch.ones(2, 3), torch.ones(4, 3)
+    mode = softrep.reproducible(strict=True)
+    with pytest.raises(NotReproducibleError, match="bfloat16"), mode, torch.autocast("cpu", dtype=torch.bfloat16):
+        F.linear(x, w)
+    assert "torch.nn.functional.linear" not in mode.counts
+
+
 class _Wrapped(torch.Tensor):
     """A tensor subclass with a __torch_function__ of its own."""
 

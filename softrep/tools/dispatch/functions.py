@@ -17,7 +17,7 @@ A call is routed only when softrep's function computes exactly what torch's
 computes with these arguments (`accepts` returns None): plain tensors (no
 tensor subclass with a `__torch_function__` of its own), every floating
 operand float32 or float64 of one dtype on one device, options softrep has,
-and no torch.func transform active.  Any other call runs torch's function
+torch.autocast off for that device, and no torch.func transform active.  Any other call runs torch's function
 unchanged, and its aten ops go through the dispatch mode as before (computed
 by softrep, exact, or refused with strict=True).  A call that softrep's
 function rejects with TypeError, ValueError or NotImplementedError before
@@ -60,6 +60,10 @@ def _floats(*floats, integers=()):
         return "an index operand that is not an integer tensor"
     if len({t.device for t in ts + idx}) != 1:
         return "operands on several devices"
+    if torch.is_autocast_enabled(ts[0].device.type):
+        # autocast casts below this level, in the dispatcher: torch's function
+        # computes in the autocast dtype, which the aten path refuses or runs
+        return "torch.autocast is on"
     return None
 
 
