@@ -133,7 +133,9 @@ class reproducible(TorchDispatchMode):  # noqa: N801  (used like torch.no_grad)
         return func(*args, **kwargs)
 
 
-ops.new_mode = lambda: reproducible(True)
+# the nested mode of rules that evaluate torch's aten-level composite (ops.py):
+# the aten ops alone, as the rule stands for one aten op
+ops.new_mode = lambda: reproducible(True, functions=False)
 
 
 class _UnderMode(torch.autograd.Function):
