@@ -244,9 +244,10 @@ def pow_f32(x, y):
 # has relative error < 2^-134.2 and is rounded once.  That decides every x^y
 # farther than 2^-134.2 (relatively) from a rounding boundary.
 #
-# Near 1 (|z| < 2^-42), the known worst cases of pow (CORE-MATH's pow.wc:
-# x = 1 - 2^-50 ... 1 - 2^-51, y ~ -1/4 ... -1/2, up to 153 identical bits
-# after the round bit, i.e. within 2^-207 of a boundary) need more: x^y =
+# Near 1 (|z| < 2^-42) a bound relative to the result is not enough: pairs
+# such as (1 - 3 2^-53)^(-1/3) = 1 + 2^-53 + tiny lie 2^-108.6 ulp from a
+# midpoint for a structural reason (y log x nearly cancels the series' next
+# terms), far inside the triple-double bound (~2^-81 ulp).  There x^y =
 # 1 + w, w = e^z - 1, and the doubles near 1 are 1 + k u (u = 2^-52 above 1,
 # 2^-53 below), so the rounding is the sign of d = w - B for the boundary
 # B = +-(k + 1/2) u nearest to the leading word of z.  `pow_near_one64` keeps
@@ -259,14 +260,16 @@ def pow_f32(x, y):
 # the bracket a triple-double below 2^-20.8 |z| summed with absolute error
 # < 2^-172 |z|; p1 - B is an exact two_sum and the last td_add errs by less
 # than 2^-153 (|p1 - B| + |bracket|).  d is compared with that bound, computed
-# at run time: for the worst cases above (|z| ~ 2^-52, d ~ 2^-207) the bound
-# is ~2^-218.
+# at run time: for the pair above (|z| ~ 2^-53, |d| ~ 2^-160.6) the bound is
+# ~2^-218.
 #
-# What is proven: the fast path, the exact cases and the near-1 path where it
-# decides.  Outside those, a result within 2^-134.2 (relatively) of a rounding
-# boundary could be misrounded; no such (x, y) is known (the published worst
-# cases are all near 1), but the domain (2^128 pairs) is not searched
-# exhaustively.  docs/mathlib.md states what was checked.
+# What is proven: the fast path, the exact cases and the near-1 path where its
+# test decides (where it does not, it returns the side of B its approximation
+# lies on; no such pair is known).  Elsewhere a result within 2^-134.2
+# (relatively) of a rounding boundary could be misrounded; no such (x, y) is
+# known (CORE-MATH's 4 published worst cases lie next to doubles, half an ulp
+# from every round-to-nearest boundary), but the domain (2^128 pairs) is not
+# searched exhaustively.  docs/mathlib.md states what was checked.
 
 NAN64 = F64(np.nan)
 INF64 = F64(np.inf)
@@ -496,9 +499,9 @@ def pow_near_one64(a, y, zh, zm, zl):
     b = mul_rn(add_rn(k, F64(0.5)), u)
     if not above:
         b = negate(b)
-    dh, dl = two_sum(p1, negate(b))
-    dh, dm, dlo = td_add(dh, dl, ZERO64, th, tm, tl)
-    err = add_rn(mul_rn(eps, fabs(p1)), mul_rn(TD_ADD_EPS, add_rn(add_rn(fabs(dh), fabs(dl)), fabs(th))))
+    gh, gl = two_sum(p1, negate(b))  # p1 - B, exact
+    dh, dm, dlo = td_add(gh, gl, ZERO64, th, tm, tl)
+    err = add_rn(mul_rn(eps, fabs(p1)), mul_rn(TD_ADD_EPS, add_rn(add_rn(fabs(gh), fabs(gl)), fabs(th))))
     step = k if (dh > ZERO64) != above else add_rn(k, ONE64)  # the double on d's side of B
     r = add_rn(ONE64, mul_rn(step, u) if above else negate(mul_rn(step, u)))
     return r, fabs(dh) > add_rn(err, err)
