@@ -4,7 +4,7 @@ float64 functions, with preallocated outputs on both sides, in one run.
     python benchmarks/bench_mathlib_f64.py [--n 4000000] [--threads 2] [--repeat 5]
 
 torch: `torch.<name>(x, out=y)` (exp10: torch.pow(10, x); cbrt, which torch
-lacks: numpy's `np.cbrt(x, out=y)`; hypot takes two uniform arguments).
+lacks: numpy's `np.cbrt(x, out=y)`; hypot and pow take two uniform arguments).
 softrep: the CPU launcher of the op's scalar kernel
 (`softrep.cpu.launch.elementwise`) writing into a preallocated array,
 inside the IEEE control state every launch uses -- the op without its output
@@ -28,6 +28,7 @@ CASES = {  # name: (input range, log-uniform?)
     "sin": ((-10.0, 10.0), False), "cos": ((-10.0, 10.0), False), "tan": ((-1.5, 1.5), False),
     "atan": ((-10.0, 10.0), False), "rsqrt": ((1e-3, 100.0), False), "cbrt": ((-100.0, 100.0), False),
     "hypot": ((-100.0, 100.0), False),  # both arguments
+    "pow": ((0.0, 30.0), False),  # both arguments: x^y up to 30^30
 }
 TORCH = {"exp10": None, "sigmoid": torch.sigmoid}
 

@@ -37,7 +37,7 @@ from .log import log_f32, log_f64, log_fast, log_fast64
 from .log10 import log10_f32, log10_f64, log10_fast64
 from .log1p import log1p_f32, log1p_f64, log1p_fast64
 from .log2 import log2_f32, log2_f64, log2_fast64
-from .pow import pow_f32
+from .pow import pow_f32, pow_f64, pow_fast64
 from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
 from .sin import sin_f32, sin_f64, sin_fast64
@@ -74,7 +74,7 @@ KERNELS = {k.name: k for k in (
     MathKernel("log10", 1, log10_f32, log10_f64, None, log10_fast64),
     MathKernel("log1p", 1, log1p_f32, log1p_f64, None, log1p_fast64),
     MathKernel("log2", 1, log2_f32, log2_f64, None, log2_fast64),
-    MathKernel("pow", 2, pow_f32),
+    MathKernel("pow", 2, pow_f32, pow_f64, None, pow_fast64),
     MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, None, rsqrt_fast64),
     MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64),
     MathKernel("sin", 1, sin_f32, sin_f64, None, sin_fast64),
