@@ -28,6 +28,7 @@ CASES = {  # name: (input range, log-uniform?)
     "sin": ((-10.0, 10.0), False), "cos": ((-10.0, 10.0), False), "tan": ((-1.5, 1.5), False),
     "atan": ((-10.0, 10.0), False), "rsqrt": ((1e-3, 100.0), False), "cbrt": ((-100.0, 100.0), False),
     "hypot": ((-100.0, 100.0), False),  # both arguments
+    "erf": ((-6.0, 6.0), False), "erfc": ((-6.0, 27.0), False),
 }
 TORCH = {"exp10": None, "sigmoid": torch.sigmoid}
 

@@ -21,6 +21,12 @@ float64 (`erf_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
   triple-double 2.62 * 2^-147.8 plus td_add (< 2^-153 (1 + 0.724) / 0.276
   < 2^-150.4) < 2^-146.
 The rounding tests use 2^-99 (series) and 2^-97 (1 - erfc).
+Hard cases: CORE-MATH's list is exhaustive (>= 43 identical bits) for
+2^-61 <= |x| < 5.92; below 2^-61 erf x = (2/sqrt(pi)) x (1 - x^2/3 ...) with
+x^2/3 < 2^-123.6, whose hard cases are the list's of [2^-61, 2^-60) scaled
+(normal results); for subnormal x every result lies on the 2^-1074 grid at
+least 2^-57.3 of its spacing from a midpoint (continued fraction of
+2/sqrt(pi)), far beyond the accurate path's 2^-96 of it.
 """
 
 import numpy as np

@@ -41,17 +41,13 @@ def _td(mp, v):
     return words
 
 
-def fit(progress=True):
-    """(table of shape (pieces, DEGREE + 1, 3), max relative error of the rounded
-    polynomials, max over pieces of sum_{k >= K} |c_k| h^k / min R for K = 0 .. DEGREE)."""
+def fit_piece(j):
+    """(the coefficients of piece j as a (DEGREE + 1, 3) array of triple-double
+    words, max relative error of the rounded polynomial at SAMPLES + 1 points,
+    [sum_{m >= k} |c_m| h^m / min R for k = 0 .. DEGREE]), by mpmath at 320 bits."""
     import mpmath as mp
 
-    mp.mp.prec = 320
-    pieces = (BINADES[1] - BINADES[0]) * PIECES_PER_BINADE
-    table = np.zeros((pieces, DEGREE + 1, 3))
-    worst = mp.mpf(0)
-    tails = [mp.mpf(0)] * (DEGREE + 2)
-    for j in range(pieces):
+    with mp.workprec(320):
         c, h = piece_centre_half_width(j)
         c, h = mp.mpf(c), mp.mpf(h)
 
@@ -60,19 +56,32 @@ def fit(progress=True):
             return mp.exp(a * a) * mp.erfc(a)
 
         poly = mp.chebyfit(erfcx, [-h, h], DEGREE + 1)[::-1]  # lowest degree first
-        for k, v in enumerate(poly):
-            table[j, k] = _td(mp, v)
-        rounded = [sum(mp.mpf(w) for w in table[j, k]) for k in range(DEGREE + 1)]
+        rows = np.array([_td(mp, v) for v in poly])
+        rounded = [sum(mp.mpf(w) for w in row) for row in rows]
         rmin = erfcx(h)  # R decreases
-        for k in range(DEGREE + 1):
-            tail = sum(abs(rounded[m]) * h**m for m in range(k, DEGREE + 1)) / rmin
-            tails[k] = max(tails[k], tail)
+        tails = [sum(abs(rounded[m]) * h**m for m in range(k, DEGREE + 1)) / rmin for k in range(DEGREE + 1)]
+        worst = mp.mpf(0)
         for s in range(SAMPLES + 1):
             d = -h + 2 * h * s / SAMPLES
             p = mp.mpf(0)
             for v in reversed(rounded):
                 p = p * d + v
             worst = max(worst, abs(p / erfcx(d) - 1))
+        return rows, worst, tails
+
+
+def fit(progress=True):
+    """(table of shape (pieces, DEGREE + 1, 3), max relative error of the rounded
+    polynomials, max over pieces of sum_{m >= k} |c_m| h^m / min R for k = 0 .. DEGREE)."""
+    import mpmath as mp
+
+    pieces = (BINADES[1] - BINADES[0]) * PIECES_PER_BINADE
+    table = np.zeros((pieces, DEGREE + 1, 3))
+    worst, tails = 0, [0] * (DEGREE + 1)
+    for j in range(pieces):
+        table[j], w, t = fit_piece(j)
+        worst = max(worst, w)
+        tails = [max(a, b) for a, b in zip(tails, t)]
         if progress:
             print(f"piece {j}: max rel err so far 2^{float(mp.log(worst, 2)):.2f}", flush=True)
     return table, worst, tails
