@@ -29,6 +29,7 @@ CASES = {  # name: (input range, log-uniform?)
     "atan": ((-10.0, 10.0), False), "rsqrt": ((1e-3, 100.0), False), "cbrt": ((-100.0, 100.0), False),
     "hypot": ((-100.0, 100.0), False),  # both arguments
     "pow": ((0.0, 30.0), False),  # both arguments: x^y up to 30^30
+    "erf": ((-6.0, 6.0), False), "erfc": ((-6.0, 27.0), False),
 }
 TORCH = {"exp10": None, "sigmoid": torch.sigmoid}
 

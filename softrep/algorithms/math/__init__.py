@@ -26,8 +26,8 @@ from .atan import atan_f32, atan_f64, atan_fast64
 from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
 from .cos import cos_f32, cos_f64, cos_fast64
 from .cosh import cosh_f32, cosh_f64, cosh_fast64
-from .erf import erf_f32
-from .erfc import erfc_f32
+from .erf import erf_f32, erf_f64, erf_fast64
+from .erfc import erfc_f32, erfc_f64, erfc_fast64
 from .exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .exp10 import exp10_f32, exp10_f64, exp10_fast64
 from .exp2 import exp2_f32, exp2_f64, exp2_fast64
@@ -63,8 +63,8 @@ KERNELS = {k.name: k for k in (
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
     MathKernel("cos", 1, cos_f32, cos_f64, None, cos_fast64),
     MathKernel("cosh", 1, cosh_f32, cosh_f64, None, cosh_fast64),
-    MathKernel("erf", 1, erf_f32),
-    MathKernel("erfc", 1, erfc_f32),
+    MathKernel("erf", 1, erf_f32, erf_f64, None, erf_fast64),
+    MathKernel("erfc", 1, erfc_f32, erfc_f64, None, erfc_fast64),
     MathKernel("exp", 1, exp_f32, exp_f64, exp_fast, exp_fast64),
     MathKernel("exp10", 1, exp10_f32, exp10_f64, None, exp10_fast64),
     MathKernel("exp2", 1, exp2_f32, exp2_f64, None, exp2_fast64),

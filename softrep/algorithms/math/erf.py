@@ -9,14 +9,34 @@ Fast path (softrep/algorithms/math/erf_pieces.py): a <= 1/2, a P(a^2) (2^-51.8);
 error counts 0.92 times, plus one rounding: < 2^-49.7.
 Accurate path: the table below (every input whose fast result cannot be
 rounded safely, with its MPFR value).
+
+float64 (`erf_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
+* |x| >= 6: erfc 6 < 2^-55.3 < 2^-54 (half an ulp below 1): +-1.
+* |x| < 1/4: the series a P(a^2): double-double < 2^-103, triple-double
+  < 2^-149.5 (relative; a < 2^-80 scaled by 2^200 so that subnormal results
+  round once).
+* 1/4 <= |x| < 6: 1 - erfc a with erfc a = e^(-a^2) R(a) <= erfc(1/4) < 0.724
+  and erf a > 0.276, so erfc's relative error counts at most 2.62 times:
+  double-double 2.62 * 2^-100 plus the subtraction (dd_add, < 2^-104) < 2^-98.5;
+  triple-double 2.62 * 2^-147.8 plus td_add (< 2^-153 (1 + 0.724) / 0.276
+  < 2^-150.4) < 2^-146.
+The rounding tests use 2^-99 (series) and 2^-97 (1 - erfc).
+Hard cases: CORE-MATH's list is exhaustive (>= 43 identical bits) for
+2^-61 <= |x| < 5.92; below 2^-61 erf x = (2/sqrt(pi)) x (1 - x^2/3 ...) with
+x^2/3 < 2^-123.6, whose hard cases are the list's of [2^-61, 2^-60) scaled
+(normal results); for subnormal x every result lies on the 2^-1074 grid at
+least 2^-57.3 of its spacing from a midpoint (continued fraction of
+2/sqrt(pi)), far beyond the accurate path's 2^-96 of it.
 """
 
 import numpy as np
 
-from ...primitives.rounding import bitcast, jitable, sub_rn
+from ...primitives.rounding import bitcast, fabs, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_small, erfc_mid
-from .core import abs32, neg32, signbit32
+from .core import abs32, dd_add, neg32, pow2, signbit32
+from .erf64 import SERIES_LIMIT, erf_series_dd, erf_series_td, erfc_large_dd, erfc_large_td
 from .exception_tables import exception_arrays, finish
+from .multiword import dd_error, td_add, td_round, ziv_round
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
@@ -166,3 +186,63 @@ def erf_f32(x):
     if signbit32(x):
         return neg32(r)
     return r
+
+
+# --------------------------------------------------------------------------- float64
+
+NAN64 = F64(np.nan)
+ZERO64 = F64(0.0)
+ERF_SATURATE64 = F64(6.0)
+REL_SERIES64 = F64(2.0**-99)
+REL_LARGE64 = F64(2.0**-97)
+
+
+@jitable
+def erf_fast64(x):
+    """(erf(x) correctly rounded, True) where the double-double fast path and its
+    rounding test decide, else (anything, False)."""
+    if x != x:
+        return NAN64, True
+    a = fabs(x)
+    if a == ZERO64:
+        return x, True
+    if a >= ERF_SATURATE64:
+        r, ok = ONE, True
+    elif a < SERIES_LIMIT:
+        h, l, e = erf_series_dd(a)
+        r, ok = ziv_round(h, l, dd_error(h, REL_SERIES64), e)
+    else:
+        h, l, q = erfc_large_dd(a)
+        s = pow2(q)  # q >= -57: the scaled words stay normal, exactly
+        h, l = dd_add(ONE, ZERO64, negate(mul_rn(h, s)), negate(mul_rn(l, s)))
+        r, ok = ziv_round(h, l, dd_error(h, REL_LARGE64), np.int64(0))
+    return (negate(r) if x < ZERO64 else r), ok
+
+
+@jitable
+def erf_accurate64(x):
+    """erf(x) by the triple-double path alone (also used by tests)."""
+    if x != x:
+        return NAN64
+    a = fabs(x)
+    if a == ZERO64:
+        return x
+    if a >= ERF_SATURATE64:
+        r = ONE
+    elif a < SERIES_LIMIT:
+        h, m, l, e = erf_series_td(a)
+        r = td_round(h, m, l, e)
+    else:
+        h, m, l, q = erfc_large_td(a)
+        s = pow2(q)
+        h, m, l = td_add(ONE, ZERO64, ZERO64, negate(mul_rn(h, s)), negate(mul_rn(m, s)), negate(mul_rn(l, s)))
+        r = td_round(h, m, l, np.int64(0))
+    return negate(r) if x < ZERO64 else r
+
+
+@jitable
+def erf_f64(x):
+    r, ok = erf_fast64(x)
+    if ok:
+        return r
+    return erf_accurate64(x)

@@ -13,13 +13,31 @@ The double results for x close to 10 are normal doubles (about 2^-150), so
 the float32 rounding to a subnormal happens once, in the rounding test.
 Accurate path: the table below (every input whose fast result cannot be
 rounded safely, with its MPFR value).
+
+float64 (`erfc_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
+* x <= -6: 2 - erfc 6, erfc 6 < 2^-55.3 < 2^-53 (half an ulp below 2): 2.
+* |x| < 2^-80: 1 - erf x with |erf x| < 2^-79.8, far below half an ulp of 1: 1.
+* |x| < 1/4: 1 - erf x with erf's series (erf x / erfc x < 0.382): double-double
+  0.382 * 2^-103 plus dd_add (< 2^-104) < 2^-103; triple-double
+  0.382 * 2^-149.5 plus td_add (< 2^-153 * 1.276 / 0.724) < 2^-149.
+* 1/4 <= x < 27.25: e^(-x^2) R(x) (erf64.py), double-double < 2^-100,
+  triple-double < 2^-147.8, rounded once with its power of two, so the
+  subnormal results (x > 26.543) are rounded once.
+* x >= 27.25: erfc x < erfc 27.25 < 2^-1076 (below half the smallest
+  subnormal): +0.
+* -6 < x <= -1/4: 2 - erfc|x|, erfc|x| < 0.724 < 0.57 (2 - erfc|x|): double-double
+  0.57 * 2^-100 + 2^-104 < 2^-100, triple-double 0.57 * 2^-147.8 plus td_add
+  (< 2^-153 * 2 / 1.276) < 2^-148.
+The rounding tests use 2^-99 (|x| < 1/4) and 2^-98 (the others).
 """
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, bitcast, jitable, sub_rn
+from ...primitives.rounding import add_rn, bitcast, fabs, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_small, erfc_mid
-from .core import abs32
+from .core import abs32, dd_add, pow2
+from .erf64 import SERIES_LIMIT, TINY, erf_series_dd, erf_series_td, erfc_large_dd, erfc_large_td
+from .multiword import dd_error, td_add, td_round, ziv_round
 from .exception_tables import exception_arrays, finish
 from .erf import erf_approx
 
@@ -99,3 +117,80 @@ def erfc_f32(x):
     if x != x:
         return x
     return finish(erfc_approx(x), _KEYS, _VALUES, bitcast(x))
+
+
+# --------------------------------------------------------------------------- float64
+
+NAN64 = F64(np.nan)
+ZERO64 = F64(0.0)
+TWO_LIMIT64 = F64(-6.0)
+ZERO_LIMIT64 = F64(27.25)
+REL_SERIES64 = F64(2.0**-99)
+REL_LARGE64 = F64(2.0**-98)
+_E0 = np.int64(0)
+
+
+@jitable
+def _erfc_special64(x):
+    """(result, True) for NaN, x <= -6, |x| < 2^-80 and x >= 27.25 (infinities
+    included), else (anything, False)."""
+    if x != x:
+        return NAN64, True
+    if x >= ZERO_LIMIT64:
+        return ZERO64, True
+    if x <= TWO_LIMIT64:
+        return TWO, True
+    if fabs(x) < TINY:
+        return ONE, True
+    return ZERO64, False
+
+
+@jitable
+def erfc_fast64(x):
+    """(erfc(x) correctly rounded, True) where the double-double fast path and its
+    rounding test decide, else (anything, False)."""
+    r, done = _erfc_special64(x)
+    if done:
+        return r, True
+    a = fabs(x)
+    if a < SERIES_LIMIT:
+        h, l, e = erf_series_dd(a)  # e = 0: a >= 2^-80
+        if x > ZERO64:
+            h, l = negate(h), negate(l)
+        h, l = dd_add(ONE, ZERO64, h, l)
+        return ziv_round(h, l, dd_error(h, REL_SERIES64), _E0)
+    h, l, q = erfc_large_dd(a)
+    if x > ZERO64:
+        return ziv_round(h, l, dd_error(h, REL_LARGE64), q)
+    s = pow2(q)  # q >= -57: the scaled words stay normal, exactly
+    h, l = dd_add(TWO, ZERO64, negate(mul_rn(h, s)), negate(mul_rn(l, s)))
+    return ziv_round(h, l, dd_error(h, REL_LARGE64), _E0)
+
+
+@jitable
+def erfc_accurate64(x):
+    """erfc(x) by the triple-double path alone (also used by tests)."""
+    r, done = _erfc_special64(x)
+    if done:
+        return r
+    a = fabs(x)
+    if a < SERIES_LIMIT:
+        h, m, l, e = erf_series_td(a)
+        if x > ZERO64:
+            h, m, l = negate(h), negate(m), negate(l)
+        h, m, l = td_add(ONE, ZERO64, ZERO64, h, m, l)
+        return td_round(h, m, l, _E0)
+    h, m, l, q = erfc_large_td(a)
+    if x > ZERO64:
+        return td_round(h, m, l, q)
+    s = pow2(q)
+    h, m, l = td_add(TWO, ZERO64, ZERO64, negate(mul_rn(h, s)), negate(mul_rn(m, s)), negate(mul_rn(l, s)))
+    return td_round(h, m, l, _E0)
+
+
+@jitable
+def erfc_f64(x):
+    r, ok = erfc_fast64(x)
+    if ok:
+        return r
+    return erfc_accurate64(x)

@@ -1,0 +1,211 @@
+"""float64 erf and erfc: what is particular to them.
+
+tests/test_mathlib_f64.py checks every float64 function the same way
+(samples, hard cases, simulator, golden vectors, gradcheck).  Here: the
+accurate path alone on many inputs, the error bounds stated in erf64.py for
+both paths' pieces (against mpmath at 300 bits), the erfcx table and the
+series constants, the tiny-argument worst cases in every binade, and the
+inputs around the saturation thresholds.  Results are compared with MPFR
+(gmpy2) in its binary64 context: the correctly rounded double, no error window.
+"""
+
+import mpmath
+import numba
+import numpy as np
+import torch
+
+import softrep
+from softrep.algorithms.math import erf64
+from softrep.algorithms.math import erf64_table
+from softrep.algorithms.math.erf64_table import piece_centre_half_width
+from softrep.algorithms.math.erf import erf_accurate64
+from softrep.algorithms.math.erfc import erfc_accurate64
+from softrep.tools import verify_f64 as V64
+
+from test_mathlib_f64_trig import assert_bits
+
+OPS = {"erf": softrep.erf, "erfc": softrep.erfc}
+
+
+def run(name, xs):
+    return OPS[name](torch.from_numpy(np.ascontiguousarray(xs, np.float64))).numpy().view(np.uint64)
+
+
+@numba.njit
+def _accurate_many(xs, erf_out, erfc_out):
+    for i in range(xs.size):
+        erf_out[i] = erf_accurate64(xs[i])
+        erfc_out[i] = erfc_accurate64(xs[i])
+
+
+def test_accurate_path_alone(backend):
+    """The triple-double paths, run on every input (the fast paths skipped)."""
+    backend("cpu")
+    rng = np.random.Generator(np.random.PCG64(71))
+    xs = np.concatenate([V64.special_inputs(), V64.random_bits(1000, rng), rng.uniform(-6.5, 6.5, 1000),
+                         rng.uniform(0.2, 27.5, 1000), 2.0 ** rng.uniform(-80, -1, 300)])
+    erf_out, erfc_out = np.empty(xs.size), np.empty(xs.size)
+    _accurate_many(xs, erf_out, erfc_out)
+    assert_bits("erf", erf_out.view(np.uint64), V64.reference_bits("erf", (xs,)), xs)
+    assert_bits("erfc", erfc_out.view(np.uint64), V64.reference_bits("erfc", (xs,)), xs)
+
+
+# --------------------------------------------------------------------------- the stated error bounds
+
+
+@numba.njit
+def _series(xs, dd, td):
+    for i in range(xs.size):
+        dd[i, 0], dd[i, 1], e = erf64.erf_series_dd(xs[i])
+        td[i, 0], td[i, 1], td[i, 2], e = erf64.erf_series_td(xs[i])
+
+
+@numba.njit
+def _large(xs, dd, td, q):
+    for i in range(xs.size):
+        dd[i, 0], dd[i, 1], q[i, 0] = erf64.erfc_large_dd(xs[i])
+        td[i, 0], td[i, 1], td[i, 2], q[i, 1] = erf64.erfc_large_td(xs[i])
+
+
+def _rel_errors(words, exact, scale_exp):
+    """max over rows of |sum(words) 2^scale_exp / exact - 1|, as log2."""
+    worst = mpmath.mpf(0)
+    for w, v, e in zip(words, exact, scale_exp):
+        s = mpmath.ldexp(sum(mpmath.mpf(float(t)) for t in w), int(e))
+        worst = max(worst, abs(s / v - 1))
+    return float(mpmath.log(worst, 2)) if worst else -np.inf
+
+
+def test_series_error_bounds():
+    """erf's series: double-double < 2^-103, triple-double < 2^-149.5 (relative)."""
+    rng = np.random.Generator(np.random.PCG64(72))
+    xs = np.concatenate([2.0 ** rng.uniform(-90, -2, 400), np.nextafter(0.25, 0.0, dtype=np.float64)[None],
+                         np.array([2.0**-80, np.nextafter(2.0**-80, 0.0), 5e-324, 1e-310])])
+    dd, td = np.empty((xs.size, 2)), np.empty((xs.size, 3))
+    _series(xs, dd, td)
+    scale = np.where(xs < 2.0**-80, -200, 0)
+    with mpmath.workprec(300):
+        exact = [mpmath.erf(mpmath.mpf(float(x))) for x in xs]
+        assert _rel_errors(dd, exact, scale) < -103
+        assert _rel_errors(td, exact, scale) < -149.5
+
+
+def test_erfc_error_bounds():
+    """erfc a = e^(-a^2) R(a) on [1/4, 27.25): double-double < 2^-100,
+    triple-double < 2^-147.8 (relative), every piece of the table sampled."""
+    rng = np.random.Generator(np.random.PCG64(73))
+    pieces = np.arange(erf64.ERFCX_TD.shape[0])
+    centres = np.array([piece_centre_half_width(j)[0] for j in pieces])
+    halves = np.array([piece_centre_half_width(j)[1] for j in pieces])
+    xs = np.concatenate([(centres + halves * rng.uniform(-1, 1, (3, pieces.size))).ravel(), centres - halves,
+                         np.nextafter(centres + halves, 0.0)])
+    xs = xs[(xs >= 0.25) & (xs < 27.25)]
+    dd, td, q = np.empty((xs.size, 2)), np.empty((xs.size, 3)), np.empty((xs.size, 2), np.int64)
+    _large(xs, dd, td, q)
+    with mpmath.workprec(300):
+        exact = [mpmath.erfc(mpmath.mpf(float(x))) for x in xs]
+        assert _rel_errors(dd, exact, q[:, 0]) < -100
+        assert _rel_errors(td, exact, q[:, 1]) < -147.8
+
+
+@numba.njit
+def _pieces(xs, j, d):
+    for i in range(xs.size):
+        j[i], d[i] = erf64.erfcx_piece(xs[i])
+
+
+def test_piece_selection_is_exact():
+    """Every a in [1/4, 32) falls in its piece, |d| <= h, and d = a - c_j exactly."""
+    rng = np.random.Generator(np.random.PCG64(74))
+    starts = np.array([piece_centre_half_width(j)[0] - piece_centre_half_width(j)[1]
+                       for j in range(erf64.ERFCX_TD.shape[0])])
+    xs = np.concatenate([starts, np.nextafter(starts, 0.0)[1:], np.nextafter(32.0, 0.0)[None],
+                         rng.uniform(0.25, 32.0, 2000)])
+    j, d = np.empty(xs.size, np.int64), np.empty(xs.size)
+    _pieces(xs, j, d)
+    for x, jj, dd in zip(xs, j, d):
+        c, h = piece_centre_half_width(int(jj))
+        assert abs(dd) <= h and c - h <= x < c + h
+        assert mpmath.mpf(float(x)) - mpmath.mpf(c) == mpmath.mpf(float(dd))
+
+
+def test_constants():
+    """2/sqrt(pi) and the series coefficients to 2^-159, against mpmath."""
+    with mpmath.workprec(400):
+        k = 2 / mpmath.sqrt(mpmath.pi)
+        for n, row in enumerate(erf64.ERF_SERIES_TD):
+            want = k * (-1) ** n / (mpmath.factorial(n) * (2 * n + 1))
+            got = sum(mpmath.mpf(float(w)) for w in row)
+            assert abs(got / want - 1) < mpmath.mpf(2) ** -159
+
+
+# --------------------------------------------------------------------------- inputs of particular kinds
+
+
+def test_tiny_worst_cases_in_every_binade(backend):
+    """For |x| < 2^-61, erf x = (2/sqrt(pi)) x (1 - x^2/3 ...) with x^2/3 < 2^-123.6:
+    its hard cases are those of 2x/sqrt(pi), the same in every binade with a
+    normal result.  The committed cases of [2^-61, 2^-60), scaled into every
+    binade down to the subnormal results (both signs), are correctly rounded."""
+    backend("cpu")
+    hard = V64.load_hard_cases_f64("erf")[0]
+    a = np.abs(hard)
+    base = a[(a >= 2.0**-61) & (a < 2.0**-60)][:8]
+    assert base.size > 0
+    xs = np.concatenate([np.ldexp(base, -k) for k in range(0, 1014, 3)])
+    xs = np.concatenate([xs[xs != 0], -xs[xs != 0][::7]])
+    assert_bits("erf", run("erf", xs), V64.reference_bits("erf", (xs,)), xs)
+
+
+def test_thresholds(backend):
+    """Around the constants where the functions saturate or switch method:
+    erf's 1/4, 2^-80 and 6; erfc's -6, 2^-80, 1/4 and 27.25 (the underflow to
+    +0), and the subnormal results of erfc."""
+    backend("cpu")
+    points = [0.25, 2.0**-80, 6.0, -6.0, 27.25, 26.55, 27.0, 27.2, 5.9215871957945]
+    xs = []
+    for p in points:
+        x = np.float64(p)
+        down = up = x
+        for _ in range(4):
+            down, up = np.nextafter(down, -np.inf), np.nextafter(up, np.inf)
+            xs += [down, up]
+        xs += [x, -x]
+    rng = np.random.Generator(np.random.PCG64(75))
+    xs = np.concatenate([np.array(xs), rng.uniform(26.4, 27.3, 500)])
+    for name in OPS:
+        assert_bits(name, run(name, xs), V64.reference_bits(name, (xs,)), xs)
+
+
+def test_table_is_what_its_generator_fits():
+    """Three pieces of the committed erfcx table (first, middle, last) refitted
+    by erf64_table.fit_piece give the same words, and meet the stated error."""
+    for j in (0, 55, erf64.ERFCX_TD.shape[0] - 1):
+        rows, worst, tails = erf64_table.fit_piece(j)
+        assert np.array_equal(rows.view(np.uint64), erf64.ERFCX_TD[j].view(np.uint64)), j
+        assert worst < mpmath.mpf(2) ** -150
+        assert tails[erf64.FAST_SPLIT] < mpmath.mpf(2) ** -60
+
+
+def test_subnormal_arguments_are_far_from_every_midpoint():
+    """For a subnormal x = X 2^-1074 (X < 2^52), erf x = (2/sqrt(pi)) X 2^-1074 to
+    within 2^-2000 relative, and every result (subnormal or in [2^-1022, 2^-1021))
+    lies on the grid of 2^-1074: its distance to a midpoint is
+    |2 b X - (2k + 1)| / 2 with b = 2/sqrt(pi), at least |q_n b - p_n| / 2 for the
+    last convergent p_n/q_n of b with q_n <= 2^53 (best approximation).  That is
+    2^-57.3 units of 2^-1074, far above the accurate path's < 2^-96 units: every
+    subnormal argument is decided, without a list."""
+    with mpmath.workprec(600):
+        b = 2 / mpmath.sqrt(mpmath.pi)
+        p_prev, q_prev, p, q = 1, 0, int(mpmath.floor(b)), 1
+        frac = b - mpmath.floor(b)
+        while True:
+            frac = 1 / frac
+            a = int(mpmath.floor(frac))
+            frac -= a
+            p_next, q_next = a * p + p_prev, a * q + q_prev
+            if q_next > 2**53:
+                break
+            p_prev, q_prev, p, q = p, q, p_next, q_next
+        distance = abs(q * b - p) / 2
+        assert distance > mpmath.mpf(2) ** -58
