@@ -36,7 +36,12 @@ softrep/cuda/linalg.py, conv.py) only pack, tile and launch:
   micro-kernels are generated source (mr * nr named scalars), because Numba
   has no register-resident local arrays; generation keeps the accumulators as
   SSA values that LLVM can keep in registers for the whole k loop, and
-  `chain_step` is inlined, so calling it costs nothing.
+  `chain_step` is inlined, so calling it costs nothing.  The `strided`
+  variant reads a (stored k-major) and b in place, for `tree_product`.
+* `tree_slot`, `tree_carry`, `tree_finish` add per-sample chains along the
+  batch tree as they are produced (see "per-sample chains into the batch
+  tree" below): the weight gradients of the batch order without storing one
+  partial per sample.
 """
 
 import functools
@@ -44,6 +49,7 @@ import functools
 import numpy as np
 
 from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, fma_rn, jitable
+from .reduction import popcount
 
 # Every chain starts from +0 (so that an empty product is +0), in the operands' dtype.
 CHAIN_START = {"float32": ZERO32, "float64": ZERO64}
@@ -93,12 +99,14 @@ def finish_add(acc, addend):
     return canonical(add_rn(acc, addend))
 
 
-def _micro_source(name, mr, nr, zero):
+def _micro_source(name, mr, nr, zero, strided=False):
     """Source of an mr x nr micro-kernel.
 
     micro(ap, bp, c, a_off, b_off, c_off, ldc, k_count, first):
       ap: packed a (flat), the panel at a_off holds a[i0 + r, k] at a_off + k*mr + r;
       bp: packed b (flat), the panel at b_off holds b[k, j0 + j] at b_off + k*nr + j;
+      strided: two more arguments lda, ldb replace mr and nr as the distances
+      between consecutive k (a stored k-major, a[k, i], and b as it is: no packing);
       c: flat accumulator store, c[i0 + r, j0 + j] at c_off + r*ldc + j.
       Advances those mr x nr accumulators through k_count steps of
       `chain_step`; `first` starts them from +0 instead of reloading them
@@ -107,9 +115,12 @@ def _micro_source(name, mr, nr, zero):
     which would hide from LLVM that the NR loads of a row are consecutive.
     """
     rows, cols = range(mr), range(nr)
-    lines = [f"def {name}(ap, bp, c, a_off, b_off, c_off, ldc, k_count, first):"]
+    extra, a_step, b_step = (", lda, ldb", "lda", "ldb") if strided else ("", f"U{mr}", f"U{nr}")
+    lines = [f"def {name}(ap, bp, c, a_off, b_off, c_off, ldc, k_count, first{extra}):"]
     lines.append("    a_off = np.uint64(a_off); b_off = np.uint64(b_off); c_off = np.uint64(c_off); "
                  "ldc = np.uint64(ldc)")
+    if strided:
+        lines.append("    lda = np.uint64(lda); ldb = np.uint64(ldb)")
     for r in rows:
         lines.append(f"    crow{r} = c_off + np.uint64({r}) * ldc")
     lines.append("    if first:")
@@ -120,8 +131,8 @@ def _micro_source(name, mr, nr, zero):
         lines.append("        " + "; ".join(f"c{r}_{j} = c[crow{r} + U{j}]" for j in cols))
     lines.append("    for k in range(k_count):")
     lines.append("        kk = np.uint64(k)")
-    lines.append(f"        bk = b_off + kk * U{nr}")
-    lines.append(f"        ak = a_off + kk * U{mr}")
+    lines.append(f"        bk = b_off + kk * {b_step}")
+    lines.append(f"        ak = a_off + kk * {a_step}")
     lines.append("        " + "; ".join(f"b{j} = bp[bk + U{j}]" for j in cols))
     for r in rows:
         lines.append(f"        a{r} = ap[ak + U{r}]")
@@ -131,10 +142,10 @@ def _micro_source(name, mr, nr, zero):
     return "\n".join(lines) + "\n"
 
 
-def _make_micro(name, mr, nr, zero):
+def _make_micro(name, mr, nr, zero, strided):
     namespace = {"chain_step": chain_step, "ZERO32": ZERO32, "ZERO64": ZERO64, "np": np}
     namespace.update({f"U{j}": np.uint64(j) for j in range(max(mr, nr) + 1)})
-    exec(compile(_micro_source(name, mr, nr, zero), f"<softrep.algorithms.products.{name}>", "exec"), namespace)
+    exec(compile(_micro_source(name, mr, nr, zero, strided), f"<softrep.algorithms.products.{name}>", "exec"), namespace)
     fn = namespace[name]
     fn.__module__ = __name__
     return jitable(fn)
@@ -144,7 +155,73 @@ _ZERO_NAMES = {np.dtype(np.float32): "ZERO32", np.dtype(np.float64): "ZERO64"}
 
 
 @functools.cache
-def micro_kernel(dtype, mr, nr):
-    """The mr x nr micro-kernel for `dtype` (float32 or float64), made once per shape."""
+def micro_kernel(dtype, mr, nr, strided=False):
+    """The mr x nr micro-kernel for `dtype` (float32 or float64), made once per
+    shape; `strided`: the variant reading unpacked operands (see `_micro_source`)."""
     dtype = np.dtype(dtype)
-    return _make_micro(f"micro_f{dtype.itemsize * 8}_{mr}x{nr}", mr, nr, _ZERO_NAMES[dtype])
+    suffix = "_strided" if strided else ""
+    return _make_micro(f"micro_f{dtype.itemsize * 8}_{mr}x{nr}{suffix}", mr, nr, _ZERO_NAMES[dtype], strided)
+
+
+# --------------------------------------------------------------------------- per-sample chains into the batch tree
+#
+# A weight's gradient in the batch order (docs/order.md, "The batch order") is,
+# for each output element, the batch tree over the samples of the per-sample
+# product chains.  Instead of storing every sample's chain result (N x the
+# weight) and adding them level by level, a kernel keeps for each output a
+# stack of at most log2(N) + 1 tree nodes -- the streaming binary counter of
+# `reduction.tree_push`: sample number c's chain result is written to slot
+# popcount(c) of the stack, and `tree_carry` then merges it with the newest
+# slots while their sizes are equal, completing exactly the nodes of the tree
+# (each an add_rn of its left and right child, in that order).  `tree_finish`
+# folds what is left from the newest slot to the oldest, which are the moves
+# up of the nodes without a right sibling followed by their additions.
+#
+# A stack here is flat: slot d holds `lanes` independent outputs at
+# stack[d*ld : d*ld + lanes] (the CPU keeps a register block's row panel per
+# slot, a CUDA thread one output with ld = lanes = 1).
+#
+# NaNs: the materialised form makes each chain's result canonical, and each
+# add_rn's result; here only the finished node is.  Both give the same bits:
+# add_rn returns a NaN exactly when an operand is NaN or it adds infinities
+# of opposite signs, whatever the payloads, so the NaN-ness of every node is
+# the same and only the final payload differs, which `canonical` fixes.
+
+
+@jitable
+def tree_slot(count):
+    """The stack slot that the chain result of sample number `count` (0-based) is written to."""
+    return popcount(count)
+
+
+@jitable
+def tree_carry(stack, ld, count, lanes):
+    """Merge the chain result just written to slot tree_slot(count) into the tree;
+    returns count + 1.  While the newest slot and the one below it cover equally
+    many samples (a carry of the binary count), the one below becomes
+    add_rn(older, newer): the parent node of the two."""
+    depth = popcount(count)
+    c = count
+    while c & 1:
+        depth -= 1
+        lo = depth * ld
+        hi = lo + ld
+        for lane in range(lanes):
+            stack[lo + lane] = add_rn(stack[lo + lane], stack[hi + lane])
+        c >>= 1
+    return count + 1
+
+
+@jitable
+def tree_finish(stack, ld, count, lanes):
+    """The node of all `count` samples pushed (count >= 1) in slot 0: the slots
+    folded from the newest to the oldest, acc = add_rn(older, acc), then any NaN
+    made canonical."""
+    depth = popcount(count)
+    for d in range(depth - 2, -1, -1):
+        lo = d * ld
+        hi = lo + ld
+        for lane in range(lanes):
+            stack[lo + lane] = add_rn(stack[lo + lane], stack[hi + lane])
+    for lane in range(lanes):
+        stack[lane] = canonical(stack[lane])

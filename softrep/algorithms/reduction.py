@@ -109,7 +109,8 @@ def sum_from_partials(p, count):
 
 
 @jitable
-def _popcount(c):
+def popcount(c):
+    """The number of set bits of c >= 0: the entries on a streaming tree's stack after c pushes."""
     bits = 0
     while c > 0:
         bits += c & 1
@@ -125,7 +126,7 @@ def tree_push(stack, nblocks, partial):
     covering 2**k blocks each with k decreasing.  A new partial merges with the
     newest entry while both cover equally many blocks: a carry in binary
     counting, i.e. one completed node of the tree."""
-    depth = _popcount(nblocks)
+    depth = popcount(nblocks)
     stack[depth] = partial
     c = nblocks
     while c & 1:
@@ -140,7 +141,7 @@ def tree_total(stack, nblocks):
     """The tree's total after `nblocks` pushes: fold the stack from the newest entry
     to the oldest, acc = older + acc (the odd carries of the level-by-level form).
     +0 when nothing was pushed."""
-    depth = _popcount(nblocks)
+    depth = popcount(nblocks)
     if depth == 0:
         return zero_like(stack[0])
     acc = stack[depth - 1]
@@ -176,7 +177,7 @@ def stream_total(stack, count):
     if count % BLOCK == 0:
         return tree_total(stack, nblocks)
     acc = stack[STACK - 1]
-    depth = _popcount(nblocks)
+    depth = popcount(nblocks)
     for s in range(depth - 1, -1, -1):
         acc = add_rn(stack[s], acc)
     return acc

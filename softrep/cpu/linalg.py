@@ -24,6 +24,11 @@ host's vector registers (AVX-512: 14 x 32 float32 in zmm registers; AVX2 and
 narrower: 6 x 16 in ymm registers) or by $SOFTREP_CPU_BLOCKING.  They decide
 which chains advance together, never the steps of any chain, so every host
 and every blocking gives the same bits.
+
+`tree_product` (the weight gradients of the batch order): one task per
+(tree node, group, MR-row panel); for each sample the strided micro-kernel
+runs the sample's chains into the task's stack of tree nodes, which
+`tree_carry` merges as the samples come (no per-sample partials stored).
 """
 
 import contextlib
@@ -35,7 +40,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.core import config as _numba_config
 
-from ..algorithms.products import chain_step, finish, finish_add, micro_kernel, start_chains
+from ..algorithms.products import (chain_step, finish, finish_add, micro_kernel, start_chains, tree_carry, tree_finish,
+                                   tree_slot)
 from ..algorithms.widening import narrowed_bits, widened
 from .launch import kernel
 
@@ -404,6 +410,80 @@ def bmm(out, a, b, addend=None):
     if k_count:
         _pack_b(bp, b, bp.shape[3])
     product_packed(out, a, bp, addend)
+
+
+# --------------------------------------------------------------------------- per-sample chains into the batch tree
+
+
+def _make_tree_blocks(micro, mr, nr, dtype):
+    flat = types.Array(dtype, 1, "C")
+    index = types.Array(types.int64, 1, "C")
+
+    @kernel(f"linalg.tree_blocks.{dtype}", (types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"),
+                                            types.Array(dtype, 4, "C"), index, index, _I))
+    @njit(parallel=True, cache=True)
+    def tree_blocks(out, at, bm, first, counts, slots):
+        # at (S, G, K, mpad) k-major, bm (S, G, K, npad), both zero-padded to
+        # whole register blocks; out (nodes, G, M, N).  One task per (node,
+        # group, mr-row panel): its stack holds `slots` slots of mr x npad.
+        s_count, groups, k_count, mpad = at.shape
+        npad = bm.shape[3]
+        m, n = out.shape[2], out.shape[3]
+        panels = mpad // mr
+        ld = mr * npad
+        at_flat, b_flat = at.reshape(-1), bm.reshape(-1)
+        for t in prange(first.size * groups * panels):
+            node = t // (groups * panels)
+            g = (t // panels) % groups
+            ip = t % panels
+            stack = np.empty(slots * ld, at.dtype)
+            count = 0
+            for s in range(first[node], first[node] + counts[node]):
+                # the chain of sample s, from +0 over its K rows, straight into its slot
+                a_off = (s * groups + g) * k_count * mpad + ip * mr
+                b_base = (s * groups + g) * k_count * npad
+                c_base = tree_slot(count) * ld
+                for jp in range(npad // nr):
+                    micro(at_flat, b_flat, stack, a_off, b_base + jp * nr, c_base + jp * nr, npad, k_count, True,
+                          mpad, npad)
+                count = tree_carry(stack, ld, count, ld)
+            tree_finish(stack, ld, count, ld)
+            for r in range(min(mr, m - ip * mr)):
+                for j in range(n):
+                    out[node, g, ip * mr + r, j] = stack[r * npad + j]
+
+    return tree_blocks
+
+
+_tree_blocks = {
+    np.dtype(dtype): _make_tree_blocks(micro_kernel(dtype, MR, NR[np.dtype(dtype)], strided=True), MR,
+                                       NR[np.dtype(dtype)], nbtype)
+    for dtype, nbtype in ((np.float32, types.float32), (np.float64, types.float64))
+}
+
+
+def tree_product(out, at, bm, first, counts, dims):
+    """out (nodes, G, M, N) = for each node the batch tree over its samples s
+    (first[node], counts[node] >= 1 of them) of the chain of sample s:
+    at[s, g]^T @ bm[s, g] over k = 0 .. K-1 from +0 (softrep.algorithms.products,
+    "per-sample chains into the batch tree").  Flat C-contiguous arrays: at
+    (S, G, K, M), bm (S, G, K, N); dims = (S, G, K, M, N).
+
+    The operands are copied once, zero-padded to whole register blocks (the
+    padding only feeds accumulators that are cropped away); the per-sample
+    partials are never stored."""
+    if out.size == 0:
+        return
+    samples, groups, k_count, m, n = (int(d) for d in dims)
+    dtype = out.dtype
+    mpad, npad = _ceil_to(m, MR), _ceil_to(n, NR[dtype])
+    at_pad = np.zeros((samples, groups, k_count, mpad), dtype)
+    at_pad[..., :m] = at.reshape(samples, groups, k_count, m)
+    b_pad = np.zeros((samples, groups, k_count, npad), dtype)
+    b_pad[..., :n] = bm.reshape(samples, groups, k_count, n)
+    slots = 1 + max(int(counts.max()) - 1, 0).bit_length()
+    with _slp_vectorize():
+        _tree_blocks[dtype](out.reshape(-1, groups, m, n), at_pad, b_pad, first, counts, slots)
 
 
 def bmm_narrow(out, a, b, spec, fmt, addend=None):

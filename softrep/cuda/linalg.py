@@ -11,13 +11,17 @@ with consecutive threads reading consecutive addresses (row-major a along k,
 row-major b along j), so global loads are coalesced.  The tile size changes
 which loads are shared, never the order of any accumulator: a partial last
 tile stops at K instead of multiplying padding.
+
+`tree_product` (the weight gradients of the batch order): one thread per
+output element of a tree node, its stack of tree nodes in local memory.
 """
 
 import functools
 
 from numba import cuda, types
 
-from ..algorithms.products import CHAIN_START, dot_chain, finish, finish_add
+from ..algorithms.products import CHAIN_START, dot_chain, finish, finish_add, tree_carry, tree_finish, tree_slot
+from ..algorithms.reduction import STACK
 from ..primitives.jit import SIMULATOR
 
 # The simulator runs every thread as a Python thread: small tiles keep it
@@ -78,6 +82,56 @@ def bmm(stream, out, a, b, addend=None):
     _launch(stream, out, a, b, addend)
 
 
+# --------------------------------------------------------------------------- per-sample chains into the batch tree
+
+
+@functools.lru_cache(maxsize=None)
+def _tree_kernel(dtype_name):
+    nbtype = getattr(types, dtype_name)
+    zero = CHAIN_START[dtype_name]
+
+    def kernel(out, at, bm, first, counts, dims):
+        # One thread per output element (node, g, i, j) with its own stack of
+        # tree nodes in local memory: for each sample of the node, its chain
+        # (dot_chain over k from +0) goes to the stack slot of its number and
+        # is merged into the tree (softrep.algorithms.products).  Flat arrays:
+        # at[((s*G + g)*K + k)*M + i], bm[((s*G + g)*K + k)*N + j],
+        # out[((node*G + g)*M + i)*N + j]; dims = (S, G, K, M, N).
+        groups, k_count, m, n = dims[1], dims[2], dims[3], dims[4]
+        t = cuda.grid(1)
+        if t >= first.size * groups * m * n:
+            return
+        j = t % n
+        i = (t // n) % m
+        g = (t // (n * m)) % groups
+        node = t // (n * m * groups)
+        stack = cuda.local.array(STACK, nbtype)
+        count = 0
+        for s in range(first[node], first[node] + counts[node]):
+            base = (s * groups + g) * k_count
+            stack[tree_slot(count)] = dot_chain(at, base * m + i, m, bm, base * n + j, n, k_count, zero)
+            count = tree_carry(stack, 1, count, 1)
+        tree_finish(stack, 1, count, 1)
+        out[t] = stack[0]
+
+    return cuda.jit(cache=not SIMULATOR)(kernel), kernel
+
+
+_TREE_THREADS = 64 if SIMULATOR else 128
+
+
+def tree_product(stream, out, at, bm, first, counts, dims):
+    """out (nodes, G, M, N) = for each node the batch tree over its samples of the
+    per-sample chains at[s, g]^T @ bm[s, g] (at (S, G, K, M), bm (S, G, K, N));
+    flat C-contiguous arrays, dims = (S, G, K, M, N) as an int64 array."""
+    total = out.size
+    if total == 0:
+        return
+    kernel, _ = _tree_kernel(str(out.dtype))
+    blocks = (total + _TREE_THREADS - 1) // _TREE_THREADS
+    kernel[blocks, _TREE_THREADS, stream](out, at, bm, first, counts, dims)
+
+
 def _register_audit():
     from . import audit
 
@@ -87,6 +141,9 @@ def _register_audit():
             name = f"linalg.bmm{'_add' if with_addend else ''}.{dtype_name}"
             audit.register(name, lambda d=dtype_name, w=with_addend, arr=arr: (
                 _kernel(d, w)[1], (arr,) * 4))
+        flat, index = types.Array(getattr(types, dtype_name), 1, "C"), types.Array(types.int64, 1, "C")
+        audit.register(f"linalg.tree_product.{dtype_name}", lambda d=dtype_name, flat=flat, index=index: (
+            _tree_kernel(d)[1], (flat, flat, flat, index, index, index)))
 
 
 _register_audit()

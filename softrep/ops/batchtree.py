@@ -246,6 +246,17 @@ def _leaf_of(t):
     return None
 
 
+def node_ranges(start, n, total):
+    """The maximal tree nodes inside the slice [start, start + n) of a batch of
+    `total` samples, in `slice_nodes`' order, as (level, index, first, count):
+    the node holds the samples [first, first + count) of the slice."""
+    ranges = []
+    for level, j in range_nodes_keys(start, start + n, total):
+        lo = j << level
+        ranges.append((level, j, lo - start, min((j + 1) << level, total) - lo))
+    return ranges
+
+
 def param_grad(fn, name, param, partials):
     """The gradient of `param` from its per-sample partials (n, *param.shape).
 
@@ -255,8 +266,39 @@ def param_grad(fn, name, param, partials):
     batch_slice = current()
     if batch_slice is None:
         return tree_sum(partials)
-    if partials.shape[0] != batch_slice.size:
-        raise ValueError(f"softrep.{fn}: the gradient of '{name}' has {partials.shape[0]} per-sample partials but "
+    with torch.no_grad():
+        nodes = _slice_param_nodes(fn, name, param, partials.shape[0],
+                                   lambda: slice_nodes(partials.detach(), batch_slice.offset, batch_slice.global_size))
+    batch_slice.sink(*nodes)
+    return None
+
+
+def param_grad_of_nodes(fn, name, param, samples, node_values):
+    """`param_grad` for a kernel that computes tree nodes without storing the
+    per-sample partials: node_values(ranges) returns one tensor of param's shape
+    per (first, count) in `ranges` -- the tree node over the samples
+    [first, first + count) of dim 0, with the bits `slice_nodes` gives it."""
+    batch_slice = current()
+    if batch_slice is None:
+        if samples == 0:
+            return torch.zeros(param.shape, dtype=param.dtype, device=param.device)
+        return node_values([(0, samples)])[0]
+
+    def nodes():
+        ranges = node_ranges(batch_slice.offset, samples, batch_slice.global_size)
+        values = node_values([(first, count) for _, _, first, count in ranges]) if ranges else []
+        return [(level, j, value) for (level, j, _, _), value in zip(ranges, values)]
+
+    batch_slice.sink(*_slice_param_nodes(fn, name, param, samples, nodes))
+    return None
+
+
+def _slice_param_nodes(fn, name, param, samples, nodes):
+    """(key, nodes(), None) for the current slice's sink: checks that the
+    gradient has the slice's samples and goes to a leaf (or a view of one)."""
+    batch_slice = current()
+    if samples != batch_slice.size:
+        raise ValueError(f"softrep.{fn}: the gradient of '{name}' has {samples} per-sample partials but "
                          f"the current slice holds {batch_slice.size} samples; in a split batch dim 0 of the "
                          "input must be the sample dim")
     leaf = _leaf_of(param)
@@ -268,10 +310,7 @@ def param_grad(fn, name, param, partials):
     ident = (id(leaf), view)
     use = batch_slice.uses.get(ident, 0)
     batch_slice.uses[ident] = use + 1
-    with torch.no_grad():
-        nodes = slice_nodes(partials.detach(), batch_slice.offset, batch_slice.global_size)
-    batch_slice.sink(GradientKey(leaf, view, use), nodes, None)
-    return None
+    return GradientKey(leaf, view, use), nodes(), None
 
 
 class ExpandParam(torch.autograd.Function):
@@ -386,4 +425,5 @@ def batch_statistic(fn, partials):
 
 
 __all__ = ["BatchSlice", "GradientKey", "active", "batch_count", "batch_statistic", "batch_mean", "batch_total", "current", "in_slice",
-           "expand_param", "combine_nodes", "levels", "merge_nodes", "param_grad", "per_sample_sums", "range_nodes_keys", "set_current", "slice_nodes", "tree_sum"]
+           "expand_param", "combine_nodes", "levels", "merge_nodes", "node_ranges", "param_grad",
+           "param_grad_of_nodes", "per_sample_sums", "range_nodes_keys", "set_current", "slice_nodes", "tree_sum"]

@@ -13,7 +13,9 @@ in the k order of `softrep.ops.products` (cols = im2col of xpad), computed as an
 implicit GEMM: the CPU writes xpad straight into the product kernel's packed
 panels (softrep/cpu/conv.py), the CUDA kernel reads xpad directly
 (softrep/cuda/conv.py).  grad_weight uses an explicit im2col (torch `unfold`,
-which only moves values) and the batched product.
+which only moves values) and `products.tree_product`, which runs each sample's
+chain straight into the batch tree (the batched product of the per-sample
+partials when the gradient's own graph is recorded: same bits).
 
 Backward (all products of `softrep.ops.products`, same k order):
 * grad_input: the stride-1 convolution, dilation (dh, dw), of gz -- the output
@@ -38,7 +40,7 @@ import torch.nn.functional as F
 from . import backend, batching, batchtree, mixed, summation
 from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
-from .products import bmm, check_operands
+from .products import bmm, check_operands, streams_tree, tree_product
 
 
 def _pair(fn, name, value, dims, minimum):
@@ -168,10 +170,19 @@ class Conv2dFunction(torch.autograd.Function):
             xpad = x_or_xpad if tuple(x_or_xpad.shape) == tuple(xpad_shape) else \
                 F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
             cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
-            partials = bmm(g_s, cols.transpose(1, 2)).reshape(n, *w.shape)
             # the weight as the forward got it (softrep.tools.dispatch calls this
             # backward with a context of saved tensors only)
-            gw = batchtree.param_grad("conv2d", "weight", getattr(ctx, "weight", w), partials)
+            weight = getattr(ctx, "weight", w)
+            if streams_tree(g_s, cols):
+                # the per-sample chains go straight into the batch tree, k = (oh, ow)
+                g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)
+                cols_t = cols.reshape(n, groups, -1, oh * ow).transpose(2, 3)
+                gw = batchtree.param_grad_of_nodes(
+                    "conv2d", "weight", weight, n,
+                    lambda ranges: tree_product(g_t, cols_t, ranges).reshape(-1, *w.shape))
+            else:
+                partials = bmm(g_s, cols.transpose(1, 2)).reshape(n, *w.shape)
+                gw = batchtree.param_grad("conv2d", "weight", weight, partials)
         if has_bias and ctx.needs_input_grad[2]:
             # each sample's softrep.sum over (oh, ow), then the batch tree over n
             per_sample = summation.sum(g, (2, 3))

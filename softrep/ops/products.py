@@ -105,6 +105,46 @@ def bmm_forward(a, b, addend=None, out=None):
     return out
 
 
+def streams_tree(*tensors):
+    """Whether a weight gradient of these tensors may run `tree_product` (per-sample
+    chains straight into the batch tree) instead of the batched product of
+    per-sample partials and `batchtree.slice_nodes`: float32/float64 plain
+    tensors, no graph to record (the nodes are not differentiable; with
+    create_graph the materialised form keeps the gradient of the gradient) and
+    no torch.func transform.  Both forms give the same bits."""
+    if torch.is_grad_enabled() or torch._C._are_functorch_transforms_active():
+        return False
+    dtype = tensors[0].dtype
+    return dtype in (torch.float32, torch.float64) and all(
+        type(t) is torch.Tensor and t.dtype == dtype for t in tensors)
+
+
+def tree_product(at, b, ranges):
+    """at (S, G, K, M), b (S, G, K, N) -> (len(ranges), G, M, N), no autograd:
+    for each (first, count) in `ranges` (count >= 1) and each g, the batch tree
+    (docs/order.md, "The batch order") over the samples s = first ..
+    first + count - 1 of the chains at[s, g]^T @ b[s, g] (each over k = 0 ..
+    K-1 from +0, the product chain): the bits of `batchtree.slice_nodes` on the
+    materialised partials, computed with a stack of log2(count) + 1 partial
+    nodes per output instead of the S partials."""
+    samples, groups, k_count, m = at.shape
+    n = b.shape[3]
+    out = empty((len(ranges), groups, m, n), dtype=at.dtype, device=at.device)
+    if out.numel() == 0:
+        return out
+    if k_count == 0:  # every chain is +0, and so is every sum of them
+        return out.zero_()
+    index = dict(dtype=torch.int64, device=at.device)
+    first = torch.tensor([f for f, _ in ranges], **index)
+    counts = torch.tensor([c for _, c in ranges], **index)
+    dims = torch.tensor([samples, groups, k_count, m, n], **index)
+    inputs = [at.detach().contiguous().reshape(-1), b.detach().contiguous().reshape(-1), first, counts, dims]
+    work = sum(c for _, c in ranges) * groups * m * n * k_count // FMAS_PER_ELEMENT + inputs[0].numel() + \
+        inputs[1].numel()
+    backend.execute(cpu_linalg.tree_product, cuda_linalg.tree_product, [out.reshape(-1)], inputs, work=work)
+    return out
+
+
 def _cpu_bmm_narrow(spec, fmt):
     def run(out, a, b, *addend):
         u16 = np.uint16
@@ -256,7 +296,9 @@ class _Linear(torch.autograd.Function):
     dim 0 of x is the sample dim, and the weight's and the bias's gradients are
     per-sample partials -- for sample s, g_s^T @ x_s (one fma chain over its
     rows from +0) and the documented sum of its rows of g -- added along the
-    batch tree (`batchtree.param_grad`).  A 1-D x is one sample of one row.
+    batch tree (`batchtree.param_grad`).  The weight's chains go straight into
+    the tree (`tree_product`, no partials stored) unless the gradient's own
+    graph is recorded (create_graph).  A 1-D x is one sample of one row.
     vmap: one call per sample."""
 
     @staticmethod
@@ -284,8 +326,13 @@ class _Linear(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             gx = _MM.apply(g3.reshape(-1, out_features), w, None).reshape(x.shape)
         if ctx.needs_input_grad[1]:
-            partials = _BMM.apply(g3.transpose(1, 2), x3)  # (samples, out, in): a chain over each sample's rows
-            gw = batchtree.param_grad("linear", "weight", ctx.weight, partials.reshape(samples, *weight.shape))
+            if streams_tree(g3, x3):
+                gw = batchtree.param_grad_of_nodes(
+                    "linear", "weight", ctx.weight, samples,
+                    lambda ranges: tree_product(g3.unsqueeze(1), x3.unsqueeze(1), ranges).reshape(-1, *weight.shape))
+            else:
+                partials = _BMM.apply(g3.transpose(1, 2), x3)  # (samples, out, in): a chain over each sample's rows
+                gw = batchtree.param_grad("linear", "weight", ctx.weight, partials.reshape(samples, *weight.shape))
         if ctx.needs_input_grad[2]:
             bias = ctx.bias
             if bias.numel() == out_features:

@@ -1,0 +1,168 @@
+"""Weight gradients whose per-sample chains stream into the batch tree
+(softrep.ops.products.tree_product) have the bits of the materialised form:
+the batched product of the per-sample partials, then the tree's additions
+level by level (softrep.ops.batchtree.slice_nodes).
+
+The MPFR reference of the tree for linear and conv2d is in tests/test_split.py;
+it now runs the streaming kernel.  Here the two forms are compared directly,
+on shapes the MPFR tests cannot afford: batches that are not powers of two,
+slices of a larger batch, uneven micro-batches, infinities and NaNs.
+"""
+
+import pytest
+import torch
+
+import softrep
+import softrep.nn.functional as F
+from softrep import nn as snn
+from softrep.distributed import GradientAccumulator
+from softrep.ops import batchtree, conv, products
+
+
+def bits(t):
+    t = t.detach().contiguous()
+    return t.view(torch.int32 if t.dtype == torch.float32 else torch.int64)
+
+
+def assert_same_bits(got, want):
+    assert got.shape == want.shape, (got.shape, want.shape)
+    bad = (bits(got) != bits(want)).nonzero()
+    assert bad.numel() == 0, f"{bad.shape[0]} elements differ, first at {bad[0].tolist()}"
+
+
+def operands(seed, samples, k, m, n, dtype, specials=True):
+    g = torch.Generator().manual_seed(seed)
+    # magnitudes over many binades, so that the order of the additions shows in the bits
+    at = torch.randn(samples, 1, k, m, generator=g, dtype=dtype) * torch.exp(
+        3 * torch.randn(samples, 1, k, m, generator=g, dtype=dtype))
+    b = torch.randn(samples, 1, k, n, generator=g, dtype=dtype)
+    if specials and samples > 3 and k > 0 and m > 1 and n > 2:
+        at[1, 0, 0, 0], at[2, 0, 0, 0] = float("inf"), float("-inf")  # inf - inf in a tree node
+        b[3, 0, 0, 2] = float("nan")
+        at[0, 0, 0, 1] = -0.0
+    return at, b
+
+
+def materialised_nodes(at, b, start, total):
+    with torch.no_grad():
+        partials = products.bmm(at[:, 0].transpose(1, 2).contiguous(), b[:, 0].contiguous())
+        return batchtree.slice_nodes(partials, start, total)
+
+
+CASES = [  # samples, k, m, n
+    (1, 1, 1, 1), (2, 3, 5, 4), (3, 5, 7, 9), (7, 4, 17, 33), (13, 3, 30, 40), (64, 2, 15, 70), (37, 0, 3, 4)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("samples,k,m,n", CASES)
+def test_tree_product_is_the_materialised_tree(samples, k, m, n, dtype):
+    at, b = operands(samples * 100 + m, samples, k, m, n, dtype)
+    for start, total in [(0, samples), (3, samples + 5), (samples % 4, samples + 11)]:
+        want = materialised_nodes(at, b, start, total)
+        ranges = batchtree.node_ranges(start, samples, total)
+        assert [(level, j) for level, j, _ in want] == [(level, j) for level, j, _, _ in ranges]
+        got = products.tree_product(at, b, [(first, count) for _, _, first, count in ranges])
+        assert got.shape == (len(want), 1, m, n)
+        for (_, _, value), node in zip(want, got):
+            assert_same_bits(node[0], value)
+
+
+def test_tree_product_groups_are_independent():
+    at, b = operands(5, 6, 4, 3, 5, torch.float32, specials=False)
+    at2, b2 = operands(6, 6, 4, 3, 5, torch.float32, specials=False)
+    got = products.tree_product(torch.cat([at, at2], 1), torch.cat([b, b2], 1), [(0, 6), (2, 3)])
+    for group, (x, y) in enumerate([(at, b), (at2, b2)]):
+        assert_same_bits(got[:, group], products.tree_product(x, y, [(0, 6), (2, 3)])[:, 0])
+
+
+def _grads(fn, params, streamed, monkeypatch):
+    if not streamed:  # the materialised form: per-sample partials, then slice_nodes
+        monkeypatch.setattr(products, "streams_tree", lambda *t: False)
+        monkeypatch.setattr(conv, "streams_tree", lambda *t: False)
+    try:
+        return torch.autograd.grad(fn(), params)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("shape", [(11, 3, 6), (11, 6), (6,)])
+def test_linear_weight_grad_is_unchanged(shape, monkeypatch):
+    x = torch.randn(*shape, dtype=torch.float32).mul(torch.exp(2 * torch.randn(*shape))).requires_grad_()
+    w = torch.randn(5, 6).requires_grad_()
+    b = torch.randn(5).requires_grad_()
+    g = torch.randn(*shape[:-1], 5)
+
+    def fn():
+        return (softrep.linear(x, w, b) * g).sum()
+
+    for got, want in zip(_grads(fn, (w, b), True, monkeypatch), _grads(fn, (w, b), False, monkeypatch)):
+        assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize("groups,stride,padding", [(1, 1, 1), (2, 2, 0)])
+def test_conv2d_weight_grad_is_unchanged(groups, stride, padding, monkeypatch):
+    x = torch.randn(7, 4, 6, 5).mul(torch.exp(2 * torch.randn(7, 4, 6, 5))).requires_grad_()
+    w = torch.randn(6, 4 // groups, 3, 2).requires_grad_()
+    out_shape = F.conv2d(x, w, None, stride=stride, padding=padding, groups=groups).shape
+    g = torch.randn(out_shape)
+
+    def fn():
+        return (F.conv2d(x, w, None, stride=stride, padding=padding, groups=groups) * g).sum()
+
+    (got,), (want,) = _grads(fn, (w,), True, monkeypatch), _grads(fn, (w,), False, monkeypatch)
+    assert_same_bits(got, want)
+
+
+def test_second_derivatives_keep_the_materialised_form():
+    """With create_graph the weight's gradient is itself differentiable."""
+    x = torch.randn(5, 3, dtype=torch.float64).requires_grad_()
+    w = torch.randn(2, 3, dtype=torch.float64).requires_grad_()
+    gw, = torch.autograd.grad(softrep.linear(x, w).sum(), (w,), create_graph=True)
+    gx, = torch.autograd.grad(gw.sum(), (x,))
+    assert_same_bits(gx, torch.ones(5, 3, dtype=torch.float64).mul(2))
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        g = softrep.Generator(3)
+        self.conv = snn.Conv2d(2, 3, 3, padding=1, generator=g)
+        self.fc = snn.Linear(3 * 5 * 5, 4, generator=g)
+
+    def forward(self, x):
+        return self.fc(F.relu(self.conv(x)).flatten(1))
+
+
+def test_uneven_micro_batches_equal_the_materialised_full_batch(monkeypatch):
+    x = softrep.rand(23, 2, 5, 5, generator=softrep.Generator(4))
+    y = (softrep.rand(23, generator=softrep.Generator(5)) * 4).long()
+    loss_fn = snn.CrossEntropyLoss()
+
+    monkeypatch.setattr(products, "streams_tree", lambda *t: False)
+    monkeypatch.setattr(conv, "streams_tree", lambda *t: False)
+    model = Net()
+    loss_fn(model(x), y).backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    monkeypatch.undo()
+
+    model = Net()
+    with GradientAccumulator(model).step(23):
+        at = 0
+        for n in (3, 9, 1, 10):
+            loss_fn(model(x[at:at + n]), y[at:at + n]).backward()
+            at += n
+    for p, w in zip(model.parameters(), want):
+        assert_same_bits(p.grad, w)
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_simulator_tree_product_is_the_materialised_tree(dtype):
+    samples, k, m, n = 7, 3, 3, 5
+    at, b = operands(9, samples, k, m, n, dtype)
+    for start, total in [(0, samples), (3, 12)]:
+        want = materialised_nodes(at, b, start, total)
+        ranges = batchtree.node_ranges(start, samples, total)
+        got = products.tree_product(at, b, [(first, count) for _, _, first, count in ranges])
+        for (_, _, value), node in zip(want, got):
+            assert_same_bits(node[0], value)
