@@ -39,23 +39,31 @@ def _first_tensor(offsets, index):
     return np.searchsorted(offsets, index, side="right") - 1
 
 
+@njit(cache=True)
+def _segment(offsets, t, hi):
+    """(first element of parameter t, its element count, where a walk ending
+    at `hi` leaves it)."""
+    start, stop = offsets[t], offsets[t + 1]
+    return start, stop - start, min(hi, stop)
+
+
 def _kernels(dtype):
     """(adam_serial, adam_parallel, sgd_serial, sgd_parallel) on buffers of numpy `dtype`."""
 
+    def column(table, t, k, n):
+        """Column k of the address table at parameter t: its n elements."""
+        return carray(address_as_pointer(table[t, k]), n, dtype)
+
+    column = njit(cache=True)(column)
+
     def adam_range(table, offsets, lo, hi, maximize, decay_kind, amsgrad, weight_decay, decay_factor,
                    one_minus_beta1, one_minus_beta2, beta2, bias_correction2_sqrt, eps, neg_step_size):
-        t = _first_tensor(offsets, lo)
-        i = lo
+        t, i = _first_tensor(offsets, lo), lo
         while i < hi:
-            start, stop = offsets[t], offsets[t + 1]
-            n, end = stop - start, min(hi, stop)
-            row = table[t]
-            p, g = carray(address_as_pointer(row[0]), n, dtype), carray(address_as_pointer(row[1]), n, dtype)
-            m, v = carray(address_as_pointer(row[2]), n, dtype), carray(address_as_pointer(row[3]), n, dtype)
-            vmax = carray(address_as_pointer(row[4]), n, dtype)
-            p_out, m_out = carray(address_as_pointer(row[5]), n, dtype), carray(address_as_pointer(row[6]), n, dtype)
-            v_out, vmax_out = (carray(address_as_pointer(row[7]), n, dtype),
-                               carray(address_as_pointer(row[8]), n, dtype))
+            start, n, end = _segment(offsets, t, hi)
+            p, g, m, v = column(table, t, 0, n), column(table, t, 1, n), column(table, t, 2, n), column(table, t, 3, n)
+            vmax, p_out, m_out = column(table, t, 4, n), column(table, t, 5, n), column(table, t, 6, n)
+            v_out, vmax_out = column(table, t, 7, n), column(table, t, 8, n)
             for j in range(i - start, end - start):
                 pj, mj, vj, vmaxj = adam_element(p[j], g[j], m[j], v[j], vmax[j], maximize, decay_kind, amsgrad,
                                                  weight_decay, decay_factor, one_minus_beta1, one_minus_beta2,
@@ -63,29 +71,22 @@ def _kernels(dtype):
                 p_out[j], m_out[j], v_out[j] = pj, mj, vj
                 if amsgrad:
                     vmax_out[j] = vmaxj
-            i = end
-            t += 1
+            i, t = end, t + 1
 
     def sgd_range(table, offsets, lo, hi, maximize, decayed, has_momentum, first_step, nesterov,
                   weight_decay, one_minus_dampening, momentum, neg_lr):
-        t = _first_tensor(offsets, lo)
-        i = lo
+        t, i = _first_tensor(offsets, lo), lo
         while i < hi:
-            start, stop = offsets[t], offsets[t + 1]
-            n, end = stop - start, min(hi, stop)
-            row = table[t]
-            p, g = carray(address_as_pointer(row[0]), n, dtype), carray(address_as_pointer(row[1]), n, dtype)
-            buf = carray(address_as_pointer(row[2]), n, dtype)
-            p_out = carray(address_as_pointer(row[3]), n, dtype)
-            buf_out = carray(address_as_pointer(row[4]), n, dtype)
+            start, n, end = _segment(offsets, t, hi)
+            p, g, buf = column(table, t, 0, n), column(table, t, 1, n), column(table, t, 2, n)
+            p_out, buf_out = column(table, t, 3, n), column(table, t, 4, n)
             for j in range(i - start, end - start):
                 pj, bufj = sgd_element(p[j], g[j], buf[j], maximize, decayed, has_momentum, first_step, nesterov,
                                        weight_decay, one_minus_dampening, momentum, neg_lr)
                 p_out[j] = pj
                 if has_momentum:
                     buf_out[j] = bufj
-            i = end
-            t += 1
+            i, t = end, t + 1
 
     adam_range = njit(cache=True, error_model="numpy")(adam_range)
     sgd_range = njit(cache=True, error_model="numpy")(sgd_range)
