@@ -150,3 +150,25 @@ def test_simulator_fused_equals_cpu_op_by_op(backend, monkeypatch):
     cpu.append(_train(_adam(*SIM_FLAGS[0]), torch.float64, shapes, False, monkeypatch, steps=2))
     for a, b in zip(sim, cpu):
         _same(a, b)
+
+
+@pytest.mark.parametrize("make", [_adam(False, 0.1, False, True), _sgd(False, 0.0, 0.9, 0.0, False)])
+def test_parameters_at_different_steps(make, monkeypatch):
+    """A parameter whose gradient first appears later is at another step count
+    (Adam) or its first momentum step (SGD): its own launch, same bits."""
+    results = []
+    for fused in (True, False):
+        with monkeypatch.context() as m:
+            if not fused:
+                m.setattr(updates, "fusable", lambda *args: False)
+            params = [torch.nn.Parameter(_tensor(20 + i, (4, 3), torch.float32, False)) for i in range(3)]
+            opt = make(params)
+            for k in range(3):
+                for i, p in enumerate(params):
+                    p.grad = _tensor(60 * i + k, p.shape, torch.float32, False) if k >= i else None
+                opt.step()
+            state = [_bits(v) for p in params for _, v in sorted(opt.state[p].items())]
+            results.append(([_bits(p) for p in params], state))
+    assert all(torch.equal(a, b) for a, b in zip(results[0][0], results[1][0]))
+    assert len(results[0][1]) == len(results[1][1])
+    assert all(torch.equal(a, b) for a, b in zip(results[0][1], results[1][1]))
