@@ -1,13 +1,15 @@
 """Time of one training step, torch's modules against softrep's, both with Adam.
 
-    python benchmarks/bench_training.py [--steps 20] [--threads 2] [--models lenet,cnn,transformer]
+    python benchmarks/bench_training.py [--steps 20] [--threads 2] [--models lenet,cnn,transformer] [--phases]
 
 Each model is built twice with the same shapes, once from torch.nn and once
 from softrep.nn (same layer names), and trained on the same random batch:
 forward, cross-entropy loss, backward, Adam step (torch.optim.Adam and
 softrep.optim.Adam).  Prints the median step time of `--steps` steps after
 three untimed ones (which also load or compile softrep's kernels), and the
-ratio torch / softrep (1.0 = as fast as torch).
+ratio torch / softrep (1.0 = as fast as torch).  With `--phases`, also the
+median time of each phase of the step: forward, loss, backward (with
+zero_grad), optimizer step.
 
 * lenet: the demo's LeNet (softrep/tools/demo.py) on 8x8 images, batch 64;
 * cnn: a small ResNet-style CNN with BatchNorm on 3x32x32 images, batch 32
@@ -111,7 +113,11 @@ MODELS = {
 }
 
 
+PHASES = ("forward", "loss", "backward", "optimizer")
+
+
 def step_times(side, name, steps):
+    """The step times, and the times of each phase (PHASES) per step."""
     build, make_x, make_y = MODELS[name]
     g = torch.Generator().manual_seed(0)
     x, y = make_x(g), make_y(g)
@@ -120,16 +126,22 @@ def step_times(side, name, steps):
     model.train()
     optimizer = ns.adam(model.parameters())
     loss_fn = ns("CrossEntropyLoss")
-    times = []
+    times, phases = [], []
     for i in range(steps + 3):
         t0 = time.perf_counter()
-        loss = loss_fn(model(x), y)
+        out = model(x)
+        t1 = time.perf_counter()
+        loss = loss_fn(out, y)
+        t2 = time.perf_counter()
         optimizer.zero_grad()
         loss.backward()
+        t3 = time.perf_counter()
         optimizer.step()
+        t4 = time.perf_counter()
         if i >= 3:
-            times.append(time.perf_counter() - t0)
-    return times
+            times.append(t4 - t0)
+            phases.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
+    return times, phases
 
 
 def main():
@@ -137,6 +149,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--phases", action="store_true", help="also the median time of each phase")
     args = parser.parse_args()
     import numba
 
@@ -144,10 +157,18 @@ def main():
     numba.set_num_threads(args.threads)
     print(f"median of {args.steps} steps, {args.threads} threads")
     print("| training step | torch ms | softrep ms | ratio |\n|---|---|---|---|")
+    split = {}
     for name in args.models.split(","):
-        ours = statistics.median(step_times("softrep", name, args.steps)) * 1e3
-        theirs = statistics.median(step_times("torch", name, args.steps)) * 1e3
+        ours, our_phases = step_times("softrep", name, args.steps)
+        theirs, their_phases = step_times("torch", name, args.steps)
+        ours, theirs = statistics.median(ours) * 1e3, statistics.median(theirs) * 1e3
         print(f"| {name} | {theirs:.1f} | {ours:.1f} | {theirs / ours:.2f} |")
+        split[name] = [[statistics.median(column) * 1e3 for column in zip(*p)] for p in (our_phases, their_phases)]
+    if args.phases:
+        print(f"\nmedian ms per phase ({' / '.join(PHASES)})")
+        print("| model | softrep | torch |\n|---|---|---|")
+        for name, (ours, theirs) in split.items():
+            print(f"| {name} | {' / '.join(f'{t:.2f}' for t in ours)} | {' / '.join(f'{t:.2f}' for t in theirs)} |")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 low-precision ops and random draws hold schedules only, checked on the source.
 
 Their arithmetic is written once, in softrep/algorithms/ (reduction.py,
-lowp.py, random.py), and called from both backends; the backend files choose
+lowp.py, random.py, optim.py), and called from both backends; the backend files choose
 loops, work items, grids and threads.  So these files must not call a
 rounding primitive (or import from the modules that define them), must not
 carry float constants or bit packing of their own (the Philox key and offset
@@ -22,7 +22,7 @@ from softrep.primitives import rounding as R
 ROOT = os.path.dirname(os.path.abspath(softrep.__file__))
 
 SCHEDULE_FILES = [f"{side}/{name}.py" for side in ("cpu", "cuda")
-                  for name in ("linalg", "conv", "reduce", "lowp", "philox", "random_ops")]
+                  for name in ("linalg", "conv", "reduce", "lowp", "philox", "random_ops", "optim")]
 
 # Modules whose functions compute float values: a schedule calls algorithms instead.
 ARITHMETIC_MODULES = {"rounding", "formats", "cpu_lowering", "cuda_lowering", "pyfloat"}

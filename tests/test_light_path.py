@@ -99,6 +99,27 @@ def test_light_path_under_vmap_and_grad_transforms():
     assert torch.equal(g, y[0])
 
 
+def test_recording_twin_keeps_the_graph_and_the_gradients(monkeypatch):
+    """Recording calls run the classic-form twin of a torch.func-form Function:
+    the node keeps the Function's name and the backward its gradients (first
+    and second order) -- those of the Function's own apply."""
+    x = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(6, 4, dtype=torch.float64)
+
+    def grads():
+        out = softrep.sum(softrep.mul(softrep.mul(x, x), y))
+        (gx,) = torch.autograd.grad(out, x, create_graph=True)
+        (ggx,) = torch.autograd.grad(softrep.sum(gx), x)
+        return out, gx, ggx
+
+    out, gx, ggx = grads()
+    assert type(softrep.mul(x, y).grad_fn).__name__ == "ElementwiseBackward"
+    assert backend.recording(E.Elementwise) is not E.Elementwise
+    monkeypatch.setattr(backend, "recording", lambda function: function)
+    ref = grads()
+    assert all(torch.equal(a, b) for a, b in zip((out, gx, ggx), ref))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (3, 5, 7), (2, 17, 33), (1, 40, 70)])
 @pytest.mark.parametrize("addend", [False, True])

@@ -116,6 +116,10 @@ def _address_as_pointer(typingctx, address):
     return types.voidptr(types.intp), codegen
 
 
+# for the schedules that reach several tensors through a table of addresses
+address_as_pointer = _address_as_pointer
+
+
 def _serial_kernel(f, nin, dtype, chunk=None):
     """`serial(out, *inputs, n, mask)`: out[i] = f(*inputs[i]) for i < n on the
     calling thread, every argument an integer (the addresses of C-contiguous

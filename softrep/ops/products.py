@@ -523,7 +523,7 @@ def linear(input, weight, bias=None, *, input_format=None, accumulate_format=Non
     batch_slice = batchtree.current()
     if batch_slice is not None and input.dim() > 1:
         batch_slice.check_rows("linear", "input", input)
-    return _Linear.apply(input, weight, bias)
+    return backend.call(_Linear, input, weight, bias)
 
 
 @mixed.float32_compute("addmm", native_low=True)

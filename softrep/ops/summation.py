@@ -120,7 +120,7 @@ class SumFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        return _Broadcast.apply(g, ctx.dims, ctx.keepdim, ctx.shape), None, None
+        return backend.call(_Broadcast, g, ctx.dims, ctx.keepdim, ctx.shape), None, None
 
     @staticmethod
     def vmap(info, in_dims, x, dims, keepdim):
@@ -142,7 +142,7 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, gg):
-        return SumFunction.apply(gg, ctx.dims, ctx.keepdim), None, None, None
+        return backend.call(SumFunction, gg, ctx.dims, ctx.keepdim), None, None, None
 
     @staticmethod
     def vmap(info, in_dims, g, dims, keepdim, shape):

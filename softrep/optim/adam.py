@@ -5,13 +5,15 @@ import math
 
 import torch
 
+from ..ops import updates
 from ..ops.elementwise import add, div, fma, mul, neg, sqrt, sub
 
 from .optimizer import Optimizer, check_float, pow_by_squaring
 
 
 class Adam(Optimizer):
-    """torch.optim.Adam, one rounded softrep op at a time (order in docs/training.md)."""
+    """torch.optim.Adam: the rounded ops of docs/training.md, fused into one launch per param group
+    (softrep.ops.updates) or one softrep op at a time, with the same bits."""
 
     _name = "Adam"
 
@@ -38,7 +40,9 @@ class Adam(Optimizer):
             self._check_flags(group)
         self._init_low_precision(stochastic_rounding, rounding_seed)
 
-    def _update(self, group, p, grad, state):
+    @staticmethod
+    def _advance(group, p, state):
+        """Create the state at the first step, count the step; returns it (an int)."""
         if not state:
             # torch keeps `step` as a float32 scalar tensor (exact up to 2^24 steps).
             state["step"] = torch.tensor(0.0, dtype=torch.float32)
@@ -48,7 +52,19 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         # Not in place: a loaded state_dict may share its tensors with another optimizer.
         state["step"] = state["step"] + 1
-        step = int(state["step"].item())
+        return int(state["step"].item())
+
+    @staticmethod
+    def _host_scalars(group, step):
+        """(step_size, bias_correction2_sqrt) in binary64 (IEEE ops; the power
+        by squaring), rounded to p's dtype where they enter the update."""
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        step_size = lr / (1.0 - pow_by_squaring(beta1, step))
+        bias_correction2_sqrt = math.sqrt(1.0 - pow_by_squaring(beta2, step))
+        return step_size, bias_correction2_sqrt
+
+    def _update(self, group, p, grad, state):
+        step = self._advance(group, p, state)
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
 
         if group["maximize"]:
@@ -62,15 +78,52 @@ class Adam(Optimizer):
         v = fma(mul(grad, grad), 1.0 - beta2, mul(state["exp_avg_sq"], beta2))
         state["exp_avg"], state["exp_avg_sq"] = m, v
 
-        # Host scalars in binary64 (IEEE ops; the power by squaring), then rounded to p's dtype by the op.
-        step_size = lr / (1.0 - pow_by_squaring(beta1, step))
-        bias_correction2_sqrt = math.sqrt(1.0 - pow_by_squaring(beta2, step))
+        step_size, bias_correction2_sqrt = self._host_scalars(group, step)
         if group["amsgrad"]:
-            # the largest second moment so far: a selection (exact; NaN propagates, as torch.maximum)
+            # the largest second moment so far: a selection (exact; NaN propagates, as torch.maximum,
+            # which gives a payload of its own in its vector loop: the canonical NaN instead)
             v = torch.maximum(state["max_exp_avg_sq"], v)
+            v = torch.where(torch.isnan(v), torch.tensor(float("nan"), dtype=v.dtype, device=v.device), v)
             state["max_exp_avg_sq"] = v
         denom = add(div(sqrt(v), bias_correction2_sqrt), eps)
         return fma(div(m, denom), -step_size, p)
+
+    def _fusable(self, group, p, state):
+        names = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+        if state and not all(isinstance(state.get(n), torch.Tensor) for n in names + ("step",)):
+            return False
+        return updates.fusable(p, p.grad, *(state[n] for n in names if state))
+
+    def _update_group(self, group, entries):
+        """All parameters of `group` that the fused update takes (updates.fusable)
+        in one launch per dtype, device and step count; the others op by op."""
+        batches = {}
+        for p, state in entries:
+            if not self._fusable(group, p, state):
+                p.copy_(self._update(group, p, p.grad.detach(), state))
+                continue
+            step = self._advance(group, p, state)
+            batches.setdefault((p.dtype, p.device, step), []).append((p, state))
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if wd == 0:
+            decay_kind = updates.NO_DECAY
+        else:
+            decay_kind = updates.DECOUPLED_DECAY if group["decoupled_weight_decay"] else updates.COUPLED_DECAY
+        for (_, _, step), batch in batches.items():
+            step_size, bias_correction2_sqrt = self._host_scalars(group, step)
+            params = [p for p, _ in batch]
+            states = [s for _, s in batch]
+            m, v, vmax = updates.adam(
+                params, [p.grad.detach() for p in params], [s["exp_avg"] for s in states],
+                [s["exp_avg_sq"] for s in states],
+                [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else None,
+                maximize=group["maximize"], decay_kind=decay_kind, weight_decay=wd, decay_factor=1.0 - lr * wd,
+                one_minus_beta1=1.0 - beta1, one_minus_beta2=1.0 - beta2, beta2=beta2,
+                bias_correction2_sqrt=bias_correction2_sqrt, eps=eps, neg_step_size=-step_size)
+            for k, state in enumerate(states):
+                state["exp_avg"], state["exp_avg_sq"] = m[k], v[k]
+                if vmax is not None:
+                    state["max_exp_avg_sq"] = vmax[k]
 
 
 class AdamW(Adam):

@@ -94,6 +94,12 @@ class Optimizer(torch.optim.Optimizer):
         rounded = round_to(master, mixed.LOW_FORMATS[p.dtype], "stochastic", generator=generator)
         return mixed.exact_cast(rounded, p.dtype)
 
+    def _update_group(self, group, entries):
+        """Update the float32/float64 parameters of `group`: `entries` are
+        (parameter, its state) pairs.  Op by op here; subclasses fuse."""
+        for p, state in entries:
+            p.copy_(self._update(group, p, p.grad.detach(), state))
+
     def step(self, closure=None):
         loss = None
         if closure is not None:
@@ -103,9 +109,9 @@ class Optimizer(torch.optim.Optimizer):
         with torch.no_grad():
             for group in self.param_groups:
                 self._check_flags(group)
-                for p in self._params_with_grad(group):
-                    # Like torch, a parameter gets a state entry only if its update keeps one.
-                    state = self.state.get(p, {})
+                # Like torch, a parameter gets a state entry only if its update keeps one.
+                entries = [(p, self.state.get(p, {})) for p in self._params_with_grad(group)]
+                for p, state in entries:
                     if mixed.is_low(p):
                         # float32 master weights: the update in float32, the parameter rounded once
                         master = state.get("master_param")
@@ -114,8 +120,8 @@ class Optimizer(torch.optim.Optimizer):
                         master = self._update(group, master, p.grad.detach().to(torch.float32), state)
                         state["master_param"] = master
                         p.copy_(self._round_master(master, p, index_of[id(p)], state))
-                    else:
-                        p.copy_(self._update(group, p, p.grad.detach(), state))
+                self._update_group(group, [(p, state) for p, state in entries if not mixed.is_low(p)])
+                for p, state in entries:
                     if state:
                         self.state[p] = state
         return loss

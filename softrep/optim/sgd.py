@@ -1,13 +1,17 @@
 # softrep: no kernels
 """SGD with torch's formulas (momentum, dampening, nesterov, weight_decay, maximize)."""
 
+import torch
+
+from ..ops import updates
 from ..ops.elementwise import fma, mul, neg
 
 from .optimizer import Optimizer, check_float
 
 
 class SGD(Optimizer):
-    """torch.optim.SGD, one rounded softrep op at a time (order in docs/training.md)."""
+    """torch.optim.SGD: the rounded ops of docs/training.md, fused into one launch per param group
+    (softrep.ops.updates) or one softrep op at a time, with the same bits."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None, stochastic_rounding=False,
@@ -41,3 +45,26 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             d_p = fma(buf, momentum, d_p) if group["nesterov"] else buf
         return fma(d_p, -group["lr"], p)
+
+    def _update_group(self, group, entries):
+        """All parameters of `group` that the fused update takes (updates.fusable)
+        in one launch per dtype, device and first-step-or-not; the others op by op."""
+        momentum = group["momentum"]
+        batches = {}
+        for p, state in entries:
+            buf = state.get("momentum_buffer") if momentum != 0 else None
+            if not updates.fusable(p, p.grad, *(() if buf is None else (buf,))) or (
+                    momentum != 0 and "momentum_buffer" in state and not isinstance(buf, torch.Tensor)):
+                p.copy_(self._update(group, p, p.grad.detach(), state))
+                continue
+            batches.setdefault((p.dtype, p.device, buf is None), []).append((p, state))
+        for (_, _, first_step), batch in batches.items():
+            params = [p for p, _ in batch]
+            buffers = None if first_step else [s["momentum_buffer"] for _, s in batch]
+            new_buffers = updates.sgd(params, [p.grad.detach() for p in params], buffers,
+                                      maximize=group["maximize"], weight_decay=group["weight_decay"],
+                                      momentum=momentum, dampening=group["dampening"], nesterov=group["nesterov"],
+                                      lr=group["lr"])
+            if new_buffers is not None:
+                for (_, state), buf in zip(batch, new_buffers):
+                    state["momentum_buffer"] = buf

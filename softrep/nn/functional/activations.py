@@ -16,7 +16,7 @@ compositions whose backward is the autograd of their softrep ops.  Selections
 
 import torch
 
-from ...ops import batching
+from ...ops import backend, batching
 from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops import math as M
@@ -152,10 +152,10 @@ def softmax(input, dim, dtype=None):
     d = _one_dim("softmax", input, dim)
     _check_dtype_arg("softmax", input, dtype)
     if input.dim() == 0:
-        return SoftmaxFunction.apply(input.reshape(1), 0).reshape(())
+        return backend.call(SoftmaxFunction, input.reshape(1), 0).reshape(())
     if input.numel() == 0:
         return input.clone()
-    return SoftmaxFunction.apply(input, d)
+    return backend.call(SoftmaxFunction, input, d)
 
 
 @mixed.float32_compute("log_softmax")
@@ -164,10 +164,10 @@ def log_softmax(input, dim, dtype=None):
     d = _one_dim("log_softmax", input, dim)
     _check_dtype_arg("log_softmax", input, dtype)
     if input.dim() == 0:
-        return LogSoftmaxFunction.apply(input.reshape(1), 0).reshape(())
+        return backend.call(LogSoftmaxFunction, input.reshape(1), 0).reshape(())
     if input.numel() == 0:
         return input.clone()
-    return LogSoftmaxFunction.apply(input, d)
+    return backend.call(LogSoftmaxFunction, input, d)
 
 
 @mixed.float32_compute("logsumexp")
@@ -180,7 +180,7 @@ def logsumexp(input, dim, keepdim=False):
         raise ValueError("softrep.logsumexp: argument 'dim' must name at least one dimension")
     x = input.reshape(1) if input.dim() == 0 else input
     dims = tuple(sorted({normalize_dim("logsumexp", d, input.dim()) for d in dims}))
-    out = _LogSumExp.apply(x, dims, keepdim or input.dim() == 0)
+    out = backend.call(_LogSumExp, x, dims, keepdim or input.dim() == 0)
     return out.reshape(()) if input.dim() == 0 else out
 
 
@@ -296,7 +296,7 @@ def relu(input, inplace=False):
     """max(x, 0) as torch computes it (x < 0 ? 0 : x): an exact selection; NaN in,
     canonical NaN out.  `inplace=True` writes the result into `input` and returns it."""
     _check_tensor("relu", input)
-    return _store_inplace("relu", input, _Relu.apply(input)[0], inplace)
+    return _store_inplace("relu", input, backend.call(_Relu, input)[0], inplace)
 
 
 @mixed.float32_compute("leaky_relu")
@@ -305,7 +305,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     input's dtype (as torch).  Backward: g, or mul_rn(g, slope)."""
     _check_tensor("leaky_relu", input)
     slope = _number("leaky_relu", "negative_slope", negative_slope)
-    return _store_inplace("leaky_relu", input, _LeakyRelu.apply(input, slope)[0], inplace)
+    return _store_inplace("leaky_relu", input, backend.call(_LeakyRelu, input, slope)[0], inplace)
 
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "silu", "softplus", "mish", "relu", "leaky_relu"]

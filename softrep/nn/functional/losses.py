@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from ...ops import batching, batchtree, mixed
+from ...ops import backend, batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
@@ -147,7 +147,7 @@ def gather_targets(fn, logp, target, weight, ignore_index, class_dim):
     """(index, kept, w_t): the class index of every target position (0 where
     ignored), the mask of kept positions, and each position's weight (weight[t],
     or 1; 0 where ignored)."""
-    return _Targets.apply(target, weight, ignore_index, logp.shape[class_dim], logp.dtype, fn)
+    return backend.call(_Targets, target, weight, ignore_index, logp.shape[class_dim], logp.dtype, fn)
 
 
 def _nll_weight_total(fn, kept, w_t, weighted, class_dim):
@@ -220,7 +220,7 @@ class _NLL(torch.autograd.Function):
 
 def _nll(fn, logp, target, weight, ignore_index, reduction, class_dim, key="loss"):
     index, kept, w_t = gather_targets(fn, logp, target, weight, ignore_index, class_dim)
-    return _NLL.apply(logp, index, kept, w_t, weight is not None, class_dim, reduction, fn, key), kept, w_t
+    return backend.call(_NLL, logp, index, kept, w_t, weight is not None, class_dim, reduction, fn, key), kept, w_t
 
 
 @mixed.float32_compute("nll_loss")
@@ -451,7 +451,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             raise ValueError(f"softrep.{fn}: argument '{name}' of shape {tuple(t.shape)} does not broadcast to "
                              f"'input' {tuple(input.shape)}")
         _no_grad_arg(fn, name, t)
-    return _BCEWithLogits.apply(input, target, weight, pos_weight, reduction)
+    return backend.call(_BCEWithLogits, input, target, weight, pos_weight, reduction)
 
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits"]

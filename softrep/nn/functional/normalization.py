@@ -27,7 +27,7 @@ import numbers
 
 import torch
 
-from ...ops import batching, batchtree, mixed, summation
+from ...ops import backend, batching, batchtree, mixed, summation
 from ...ops import elementwise as E
 from ...ops import reduction as R
 
@@ -133,7 +133,7 @@ def _normalize(x, dims, eps, center):
     if x.numel() == 0:
         # nothing to normalise; an empty result that still carries a graph
         return E.mul(x, 1.0), None, None
-    return _Normalize.apply(x, dims, eps, center)[:3]
+    return backend.call(_Normalize, x, dims, eps, center)[:3]
 
 
 def affine(y, weight, bias, view):

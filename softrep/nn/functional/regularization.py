@@ -13,7 +13,7 @@ import numbers
 
 import torch
 
-from ...ops import batching, batchtree, mixed
+from ...ops import backend, batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops.generator import check_generator, resolve
 from ...ops.random import bernoulli_slice
@@ -117,8 +117,8 @@ def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     if p == 1.0:
         noise = torch.zeros((), dtype=like.dtype, device=input.device)
     else:
-        noise = _DropoutNoise.apply(like, p, resolve("dropout", generator))
-    out = _LowPrecisionDropout.apply(input, noise) if low else E.mul(input, noise)
+        noise = backend.call(_DropoutNoise, like, p, resolve("dropout", generator))
+    out = backend.call(_LowPrecisionDropout, input, noise) if low else E.mul(input, noise)
     return input.copy_(out) if inplace else out
 
 
