@@ -14,6 +14,7 @@ import softrep.ops.math as M
 import softrep.tools.verify_f64 as V64
 from softrep.algorithms.math.explog64 import EXP12_TH, EXP12_TL, LOG_INV, LOG_TH, LOG_TL, exp_dd_fast, log_dd_fast
 from softrep.algorithms.math.tanh import tanh_series_fast
+from softrep.algorithms.math.trig64 import COS, SIN, TAN, trig_fast64, trig_fast64_cody_waite
 from softrep.cpu.launch import SERIAL_MAX
 
 
@@ -97,11 +98,30 @@ def test_tanh_series_error_bound():
         assert worst < gmpy2.mpfr(2) ** -77.1
 
 
+def test_trig_fast_without_branches_is_trig_fast64():
+    """trig64.trig_fast64_cody_waite (sin_fast64, cos_fast64, tan_fast64) runs
+    trig_fast64's operations with selects: where it decides, trig_fast64
+    decides the same bits, and below 2^20 it decides wherever trig_fast64
+    does (Python: the simulator's arithmetic)."""
+    rng = np.random.Generator(np.random.PCG64(10))
+    xs = np.concatenate([rng.uniform(-10, 10, 80), np.exp2(rng.uniform(-30, 21, 80)) * rng.choice([-1, 1], 80),
+                         [0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**-27, -2.0**-27, 2.0**20, np.nextafter(2.0**20, 0)]])
+    for which in (SIN, COS, TAN):
+        for x in xs.astype(np.float64):
+            r1, ok1 = trig_fast64(x, which)
+            r2, ok2 = trig_fast64_cody_waite(x, which)
+            assert ok2 == (ok1 and abs(x) < 2.0**20), (which, x)
+            if ok2:
+                assert np.float64(r2).view(np.uint64) == np.float64(r1).view(np.uint64) or np.isnan(r1) and np.isnan(r2)
+
+
 LAUNCH_CASES = {
     # name: (a uniform range that the fast path evaluates, a range it leaves undecided or is weakest in)
     "exp": ((-700.0, 700.0), (-745.2, -708.3)),
     "tanh": ((-20.0, 20.0), (2.0**-27, 2.0**-6)),  # the series
     "sigmoid": ((-700.0, 40.0), (-745.2, -700.0)),
+    "sin": ((-10.0, 10.0), (2.0**20, 2.0**40)),  # Payne-Hanek
+    "cos": ((-10.0, 10.0), (2.0**20, 2.0**40)),
     "log": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),  # log2 of x; none left out: near 1, log1p's series
 }
 
