@@ -97,18 +97,20 @@ EXP_TM = np.array([t[1] for t in _TABLE], dtype=np.float64)
 EXP_TL = np.array([t[2] for t in _TABLE], dtype=np.float64)
 
 
-def _split_ln2_64():
-    q = LN2_Q / 64
-    l1 = Fraction(round(q * 2**42), 2**42)  # 36 significant bits: q is in [2^-7, 2^-6)
-    rest = q - l1
-    l2 = Fraction(float(rest))
-    rest -= l2
-    l3 = Fraction(float(rest))
-    rest -= l3
-    return F64(float(l1)), F64(float(l2)), F64(float(l3)), F64(float(rest))
+def _split_ln2(steps, lead_bits, parts):
+    """ln2/steps as `parts` doubles: the first with its last bit at 2^-lead_bits
+    (so that k times it is exact for small integers k), each next one the
+    rest rounded to a double, the last one the rest."""
+    q = LN2_Q / steps
+    words = [Fraction(round(q * 2**lead_bits), 2**lead_bits)]
+    for _ in range(parts - 2):
+        words.append(Fraction(float(q - sum(words))))
+    words.append(q - sum(words))
+    return tuple(F64(float(w)) for w in words)
 
 
-EXP_L1, EXP_L2, EXP_L3, EXP_L4 = _split_ln2_64()
+# 36 significant bits for L1: ln2/64 is in [2^-7, 2^-6)
+EXP_L1, EXP_L2, EXP_L3, EXP_L4 = _split_ln2(64, 42, 4)
 INV_LN2_64 = F64(float(64 / LN2_Q))
 SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52: fma(z, 64/ln2, SHIFT) - SHIFT rounds to an integer
 
@@ -462,16 +464,8 @@ def _exp_fix(t):
     return total
 
 
-def _split_ln2_4096():
-    q = LN2_Q / 4096
-    l1 = Fraction(round(q * 2**42), 2**42)  # 30 significant bits: q is in [2^-13, 2^-12)
-    rest = q - l1
-    l2 = Fraction(float(rest))
-    rest -= l2
-    return F64(float(l1)), F64(float(l2)), F64(float(rest))
-
-
-EXP12_L1, EXP12_L2, EXP12_L3 = _split_ln2_4096()
+# 30 significant bits for L1: ln2/4096 is in [2^-13, 2^-12)
+EXP12_L1, EXP12_L2, EXP12_L3 = _split_ln2(4096, 42, 3)
 INV_LN2_4096 = F64(float(4096 / LN2_Q))
 _TABLE12 = [td_const(Fraction(_exp_fix(j * LN2_FIX // 4096), 1 << FIX)) for j in range(64)]
 # 2^(j/4096) = EXP12_TH[j] + EXP12_TL[j] to 2^-106 relative (the fixed-point

@@ -36,6 +36,7 @@ from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
 from .core import (abs32, clamp, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
                     pow2, round_if_safe)
 from .exact64 import bracket_err
+from .trig64 import dd_div_fast
 from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, round_sum, td_add, td_div, td_round, ziv_round
 
@@ -92,7 +93,7 @@ MINUS_1_48 = F64(-1.0 / 48.0)
 # The fast path for -700 <= x <= 40: t = e^-|x| = (h + l) 2^q from
 # explog64.exp_dd_fast (relative error < 2^-78.1; q >= -1011, 2^q a normal
 # double), 1 + t by dd_add (t scaled by 2^q: exact, or below 2^-1000 when a
-# part underflows, which moves 1 + t by < 2^-1073), then one dd_div (< 2^-100)
+# part underflows, which moves 1 + t by < 2^-1073), then one trig64.dd_div_fast (< 2^-100)
 # of the numerator 1 (x >= 0) or h + l (x < 0, the result scaled by 2^q).
 # 1 + t is within 2^-78.1 t/(1 + t) + 2^-104 <= 2^-79.1 + 2^-104 of itself,
 # so the quotient is within 2^-78.1 + 2^-79.1 + 2^-100 < 2^-77.5.  Its value
@@ -117,7 +118,7 @@ def sigmoid_fast64(x):
     s = pow2(q)
     dh, dl = dd_add(ONE, ZERO, mul_rn(h, s), mul_rn(l, s))
     positive = x >= ZERO64
-    th, tl = dd_div(ONE if positive else h, ZERO if positive else l, dh, dl)
+    th, tl = dd_div_fast(ONE if positive else h, ZERO if positive else l, dh, dl)
     lo, hi = bracket_err(th, tl, mul_rn(th, SIGMOID64_FAST_EPS))
     r = mul_rn(lo, pow2(np.int32(0) if positive else q))
     # 1/2 + x/4 - x^3/48, rounded exactly (module docstring)
