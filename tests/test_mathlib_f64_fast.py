@@ -110,7 +110,7 @@ def test_trig_fast_without_branches_is_trig_fast64():
         for x in xs.astype(np.float64):
             r1, ok1 = trig_fast64(x, which)
             r2, ok2 = trig_fast64_cody_waite(x, which)
-            assert ok2 == (ok1 and abs(x) < 2.0**20), (which, x)
+            assert ok2 == (ok1 and (abs(x) < 2.0**20 or not np.isfinite(x))), (which, x)
             if ok2:
                 assert np.float64(r2).view(np.uint64) == np.float64(r1).view(np.uint64) or np.isnan(r1) and np.isnan(r2)
 
