@@ -38,7 +38,7 @@ def test_kernels_missed_by_the_old_registration_are_registered():
     assert kernels["elementwise.sign"].signatures() == ((F32, F32), (F64, F64))
     assert cuda_launch.KERNELS["elementwise.sign"].signatures() == ((F32, F32), (F64, F64))
     # float64 math kernels, and float32-only functions registered for float32 only
-    assert kernels["elementwise.exp_kernel"].signatures() == ((F64, F64),)
+    assert kernels["elementwise.exp_kernel.decided_first64"].signatures() == ((F64, F64),)
     assert kernels["elementwise.exp_kernel.decided_first"].signatures() == ((F32, F32),)
     assert cuda_launch.KERNELS["elementwise.exp_kernel"].signatures() == ((F32, F32), (F64, F64))
     assert cuda_launch.KERNELS["elementwise.pow_kernel"].signatures() == ((F32,) * 3,)
@@ -147,7 +147,7 @@ def test_every_cpu_launch_of_the_elementwise_and_math_ops_is_registered(monkeypa
     monkeypatch.setenv("SOFTREP_BACKEND", "cpu")
     registered = KA.load_kernels(("cpu",))["cpu"]
     names = _check_launches_were_registered(_run_every_elementwise_and_math_op(monkeypatch), registered)
-    assert {"elementwise.sign", "elementwise.exp_kernel", "elementwise.exp_kernel.decided_first",
+    assert {"elementwise.sign", "elementwise.exp_kernel.decided_first64", "elementwise.exp_kernel.decided_first",
             "elementwise.fma_rz", "elementwise.hypot_kernel"} <= names
 
 

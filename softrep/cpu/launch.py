@@ -27,6 +27,7 @@ from ..primitives.jit import KernelRegistry
 from ..primitives.rounding import bitcast, canonical
 
 UNDECIDED_BITS = np.uint32(0x7FC00001)  # a quiet NaN, but not the canonical one
+UNDECIDED_BITS64 = np.uint64(0x7FF8000000000001)  # the same for float64
 
 FLOATS = (types.float32, types.float64)
 
@@ -69,8 +70,9 @@ def elementwise(f, nin):
     if nin not in (1, 2, 3):
         raise ValueError(f"elementwise kernels take 1 to 3 inputs, got nin={nin}")
     fast = getattr(f, "decided_fast", None)
-    if nin == 1 and fast is not None:
-        return _decided_first(f, fast)
+    fast64 = getattr(f, "decided_fast64", None)
+    if nin == 1 and (fast is not None or fast64 is not None):
+        return _decided_first(f, fast, fast64)
     if nin == 1:
 
         @njit(parallel=True, cache=True)
@@ -209,19 +211,38 @@ def launch_serial(run, dtype, out, inputs, n):
 CHUNK = 8192  # elements per work item of the decided-first launcher (32 KB of float32)
 
 
+def _chunk64(f, fast64):
+    """The float64 chunk of the decided-first launcher: `_decided_first`'s
+    float32 chunk with float64's marker (a NaN payload no result has)."""
+
+    @njit(cache=True, error_model="numpy")
+    def chunk64(out, x, lo, hi):
+        undecided = np.uint32(0)
+        for i in range(np.uint64(lo), np.uint64(hi)):
+            r, ok = fast64(x[i])
+            out[i] = canonical(r) if ok else bitcast(UNDECIDED_BITS64)
+            undecided |= np.uint32(0) if ok else np.uint32(1)
+        if undecided:
+            for i in range(np.uint64(lo), np.uint64(hi)):
+                if bitcast(out[i]) == UNDECIDED_BITS64:
+                    out[i] = canonical(f(x[i]))
+
+    return chunk64
+
+
 @functools.lru_cache(maxsize=None)
-def _decided_first(f, fast):
+def _decided_first(f, fast, fast64=None):
     """Launcher for a kernel `f` whose float32 version has a companion
-    `fast(x) -> (f(x), True)`, or `(anything, False)` where it cannot decide.
+    `fast(x) -> (f(x), True)`, or `(anything, False)` where it cannot decide
+    (and/or whose float64 version has such a companion `fast64`).
     Per chunk of CHUNK elements, a first loop runs only `fast`, which is
     branch-free and vectorises, and notes whether any element is undecided;
     only such a chunk (about 2^-21 of the inputs are undecided for the math
     functions: a handful of chunks) is walked again, while it is still in
     cache, computing `f` there.  So out[i] = f(x[i]) for every i, exactly as
     the one-loop launcher computes it (`f` returns `fast`'s result whenever
-    `fast` decides: softrep/math/__init__.py).  Other dtypes take the one-loop
-    path."""
-
+    `fast` decides: softrep/math/__init__.py).  A dtype without a companion
+    takes the one-loop path."""
     # The chunk is compiled on its own (Numba does not vectorise a loop nested
     # in a prange body), with unsigned indices (a signed one gets negative-index
     # wraparound code on every access) and the numpy error model (Python's
@@ -251,18 +272,41 @@ def _decided_first(f, fast):
         for i in prange(out.size):
             out[i] = canonical(f(x[i]))
 
+    chunks = {}
+    if fast is not None:
+        chunks[np.dtype(np.float32)] = chunk
+    two_loops64 = None
+    if fast64 is not None:
+        chunk64 = _chunk64(f, fast64)
+        chunks[np.dtype(np.float64)] = chunk64
+
+        @njit(parallel=True, cache=True)
+        def two_loops64(out, x):
+            n = out.size
+            for c in prange((n + CHUNK - 1) // CHUNK):
+                chunk64(out, x, c * CHUNK, min(n, c * CHUNK + CHUNK))
+
     def run(out, x):
-        (two_loops if x.dtype == np.float32 else one_loop)(out, x)
+        if x.dtype == np.float32 and fast is not None:
+            two_loops(out, x)
+        elif x.dtype == np.float64 and fast64 is not None:
+            two_loops64(out, x)
+        else:
+            one_loop(out, x)
 
     signatures = elementwise_signatures(f, 1)
-    f32 = tuple(s for s in signatures if s[0].dtype == types.float32)
-    others = tuple(s for s in signatures if s[0].dtype != types.float32)
+    decided = {types.float32: fast is not None, types.float64: fast64 is not None}
+    f32 = tuple(s for s in signatures if s[0].dtype == types.float32 and decided[types.float32])
+    f64 = tuple(s for s in signatures if s[0].dtype == types.float64 and decided[types.float64])
+    others = tuple(s for s in signatures if not decided.get(s[0].dtype, False))
     run.kernels = ()
     if f32:
         run.kernels += (add(f"elementwise.{f.__name__}.decided_first", lambda: (two_loops, f32)),)
+    if f64:
+        run.kernels += (add(f"elementwise.{f.__name__}.decided_first64", lambda: (two_loops64, f64)),)
     if others:
         run.kernels += (add(f"elementwise.{f.__name__}", lambda: (one_loop, others)),)
-    # Small launches: the same loops on the calling thread (float32: `chunk`
-    # over all n elements, so the fast path still vectorises).
-    _add_serial(run, f, 1, signatures, {np.dtype(np.float32): chunk})
+    # Small launches: the same loops on the calling thread (`chunk` over all n
+    # elements, so the fast path still vectorises).
+    _add_serial(run, f, 1, signatures, chunks)
     return run

@@ -8,16 +8,19 @@ double computation handles overflow and subnormal results itself.
 Fast path: `exp_core(x, 0)`, relative error < 2^-50.5 (argued in _core).
 Accurate path: `exp_dd(x, 0)`, relative error < 2^-92.
 
-float64 (`exp_f64`, correctly rounded; scheme: multiword.py): the table-driven
-double-double exp of explog64.py with the rounding test, else its
+float64 (`exp_f64`, correctly rounded; scheme: multiword.py): a fast path in
+double with two tables (explog64.exp_dd_fast, relative error < 2^-78.1) and a
+rounding test of four additions; where it cannot decide, the table-driven
+double-double exp of explog64.py with the exact rounding test, else its
 triple-double version.
 """
 
 import numpy as np
 
-from ...primitives.rounding import jitable
-from .core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
-from .explog64 import exp_dd as exp_dd64, exp_td
+from ...primitives.rounding import jitable, mul_rn
+from .core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, pow2, round_if_safe
+from .exact64 import bracket_err
+from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, td_round, ziv_round
 
 EXP_OVERFLOW = np.float32(89.0)
@@ -49,15 +52,46 @@ EXP64_OVERFLOW = F64(709.79)  # above: e^x > 2^1024 (1 - 2^-54), rounds to inf
 EXP64_UNDERFLOW = F64(-745.2)  # below: e^x < 2^-1075, rounds to +0
 EXP64_EPS = F64(2.0**-97)  # exp_dd's relative error is < 2^-101 (explog64.py)
 INF64 = F64(np.inf)
+# The fast path decides between these: e^x from 2^-1021.9 to 2^1023.9, normal
+# doubles, so RN(h + l) 2^q (q >= -1022: a normal power of two) is exact and
+# is RN((h + l) 2^q).  Outside (and between them and the overflow and
+# underflow thresholds) the double-double path below rounds the scaled value.
+EXP64_FAST_LO = F64(-708.3)
+EXP64_FAST_HI = F64(709.7)
+# exp_dd_fast's relative error is < 2^-78.1 (explog64.py; measured < 2^-79.9):
+# the rounding test's window, err = 2^-74 h, is more than 2 * 2^-78.1 |h + l| +
+# 2^-52 |l| (exact64.bracket_err's condition), with a margin of 2^3.
+EXP64_FAST_EPS = F64(2.0**-74)
 
 
 @jitable
 def exp_fast64(x):
+    """(exp(x) correctly rounded, True), or (anything, False) where the fast path
+    cannot decide: explog64.exp_dd_fast and a rounding test of four additions
+    (exact64.bracket_err), for -708.3 <= x <= 709.7; NaN, and beyond the
+    overflow and underflow thresholds, inf and +0.  Branch-free (out-of-range
+    arguments are replaced by 0 and their result discarded), so that the CPU
+    launcher vectorises it.  Undecided: about one argument in 2^20, and
+    -745.2 <= x < -708.3, 709.7 < x <= 709.79 (subnormal or nearly
+    overflowing results), which `exp_f64` hands to the double-double path."""
+    inside = (x >= EXP64_FAST_LO) & (x <= EXP64_FAST_HI)
+    h, l, q = exp_dd_fast(x if inside else ZERO)
+    lo, hi = bracket_err(h, l, mul_rn(h, EXP64_FAST_EPS))
+    r = mul_rn(lo, pow2(q))
+    above, below, nan = x > EXP64_OVERFLOW, x < EXP64_UNDERFLOW, x != x
+    r = INF64 if above else r
+    r = ZERO if below else r
+    r = x if nan else r
+    return r, (inside & (lo == hi)) | above | below | nan
+
+
+@jitable
+def exp_dd_fast64(x):
     """(exp(x) correctly rounded, True), or (undecided, False) where the
-    double-double fast path cannot decide (explog64.exp_dd, relative error
-    < 2^-101, tested with 2^-97).  Between 709.7827 (ln of the overflow
-    threshold) and 709.79, and between -745.2 and -745.1332 (ln 2^-1075), the
-    scaled rounding gives inf and 0 itself."""
+    double-double path cannot decide (explog64.exp_dd, relative error
+    < 2^-101, tested with 2^-97), for every x.  Between 709.7827 (ln of the
+    overflow threshold) and 709.79, and between -745.2 and -745.1332 (ln
+    2^-1075), the scaled rounding gives inf and 0 itself."""
     if x != x:
         return x, True
     if x > EXP64_OVERFLOW:
@@ -70,9 +104,12 @@ def exp_fast64(x):
 
 @jitable
 def exp_f64(x):
-    """exp for float64, correctly rounded: the fast path, else the triple-double
-    exp_td (relative error < 2^-149) rounded once."""
+    """exp for float64, correctly rounded: the fast path, else the double-double
+    one, else the triple-double exp_td (relative error < 2^-149) rounded once."""
     r, ok = exp_fast64(x)
+    if ok:
+        return r
+    r, ok = exp_dd_fast64(x)
     if ok:
         return r
     h, m, l, q = exp_td(x, ZERO, ZERO)

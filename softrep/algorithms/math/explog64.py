@@ -67,9 +67,9 @@ from fractions import Fraction
 import numpy as np
 
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, LN2_H, LN2_L, dd_add, dd_div, dd_mul, log_core,
-                   log_reduce, pow2, two_prod, two_sum)
-from .multiword import FIX, LN10_Q, LN2_Q, td_add, td_const, td_div, td_mul
+from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, LN2_H, LN2_L, dd_add, dd_div, dd_mul, fast_two_sum,
+                   log_core, log_reduce, pow2, two_prod, two_sum)
+from .multiword import FIX, LN10_Q, LN2_FIX, LN2_Q, fix_fraction, td_add, td_const, td_div, td_mul
 
 F64 = np.float64
 ZERO = F64(0.0)
@@ -97,18 +97,20 @@ EXP_TM = np.array([t[1] for t in _TABLE], dtype=np.float64)
 EXP_TL = np.array([t[2] for t in _TABLE], dtype=np.float64)
 
 
-def _split_ln2_64():
-    q = LN2_Q / 64
-    l1 = Fraction(round(q * 2**42), 2**42)  # 36 significant bits: q is in [2^-7, 2^-6)
-    rest = q - l1
-    l2 = Fraction(float(rest))
-    rest -= l2
-    l3 = Fraction(float(rest))
-    rest -= l3
-    return F64(float(l1)), F64(float(l2)), F64(float(l3)), F64(float(rest))
+def _split_ln2(steps, lead_bits, parts):
+    """ln2/steps as `parts` doubles: the first with its last bit at 2^-lead_bits
+    (so that k times it is exact for small integers k), each next one the
+    rest rounded to a double, the last one the rest."""
+    q = LN2_Q / steps
+    words = [Fraction(round(q * 2**lead_bits), 2**lead_bits)]
+    for _ in range(parts - 2):
+        words.append(Fraction(float(q - sum(words))))
+    words.append(q - sum(words))
+    return tuple(F64(float(w)) for w in words)
 
 
-EXP_L1, EXP_L2, EXP_L3, EXP_L4 = _split_ln2_64()
+# 36 significant bits for L1: ln2/64 is in [2^-7, 2^-6)
+EXP_L1, EXP_L2, EXP_L3, EXP_L4 = _split_ln2(64, 42, 4)
 INV_LN2_64 = F64(float(64 / LN2_Q))
 SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52: fma(z, 64/ln2, SHIFT) - SHIFT rounds to an integer
 
@@ -405,3 +407,207 @@ def exp_pm_td(a, subtract):
             rh, rm, rl = negate(rh), negate(rm), negate(rl)
         h, m, l = td_add(h, m, l, rh, rm, rl)
     return h, m, l, q
+
+
+# --------------------------------------------------------------------------- exponential, fast path in double
+#
+# e^x = 2^q 2^(i/64) 2^(j/4096) e^r with k = round(4096 x/ln2) = 4096 q + 64 i + j
+# (0 <= i, j < 64) and |r| <= ln2/8192 (+ the rounding of k): two 64-entry
+# tables and a degree-5 polynomial in plain double, only the products in
+# double-double -- a few dozen operations without a branch, against about 200
+# for exp_dd (a degree-10 polynomial with five double-double Horner steps),
+# for a weaker bound (2^-78 instead of 2^-101) that still leaves the rounding
+# test undecided for only about one input in 2^20.
+#
+# * Reduction.  k = RN(x * RN(4096/ln2)) as an integer (|k| < 2^23 for
+#   |x| <= 746; the constant's error, < 2^-41 * 746 < 2^-31, moves k by at
+#   most that), so |r| = |x - k ln2/4096| < (1/2 + 2^-31) ln2/4096 < 2^-13.52.
+#   ln2/4096 = L1 + L2 + L3 + (< 2^-150), L1 with 30 significant bits (its last
+#   bit 2^-42), so k L1 is exact (23 + 30 bits) and r0 = x - k L1 is exact:
+#   |r0| <= |r| + |k| 2^-43 < 2^-13.5, a multiple of 2^-42 or of ulp(x), and
+#   for k != 0, |x| >= 2^-14 so ulp(x) >= 2^-66 and |r0|/ulp(x) < 2^53
+#   (k = 0: r0 = x).  |L2| < 2^-43, |L3| < 2^-96.  (ph, pl) = k L2 and
+#   (rh, e) = r0 - ph are exact; rl = e - (k L3 + pl) rounds twice (< 2^-119:
+#   |rl| < 2^-66), the tail after L3 adds < 2^-127.  So r = rh + rl + d,
+#   |d| < 2^-118, |rh| < 2^-13.5, |rl| < 2^-66.
+# * e^r = e^rh (1 + rl + d + O(2^-132)).  e^rh = 1 + rh + rh^2 P, P = 1/2 +
+#   rh/6 + rh^2/24 + rh^3/120 + R with |R| < rh^4/720 * 1.0001 < 2^-63.4, so
+#   dropping R costs < 2^-27 * 2^-63.4 = 2^-90.4.  P by Horner in double
+#   (fma): the last rounding < 2^-54 (the value is within 2^-15 of 1/2), the
+#   earlier roundings and the coefficients' errors scaled by |rh| < 2^-13.5:
+#   < 2^-68; so |q - P| < 2^-53.99.  t = RN(RN(rh^2) q): two roundings of
+#   2^-53 of |rh^2 P| <= 2^-28 * 1.0001, plus rh^2 |q - P|: |t - rh^2 P| <
+#   2^-27 (2^-53 * 0.5001 * 2 + 2^-53.99) < 2^-79.4.  u = fma(rh, rl, rl) is
+#   rl e^rh to < 2^-93 (the dropped rl rh^2/2) + 2^-119.  lo = RN(t + u)
+#   (|t + u| < 2^-27: < 2^-80), (sh, sl) = 1 + rh exactly (fast_two_sum), vl =
+#   RN(sl + lo) (< 2^-27 in magnitude: < 2^-80), then (eh, el) = sh + vl
+#   exactly (fast_two_sum).  |eh + el - e^r| < 2^-79.4 + 2 * 2^-80 + 2^-90 <
+#   2^-78.2, relative too (e^r > 0.9999).
+# * 2^(i/64) (EXP_TH, EXP_TM: relative error < 2^-106) times 2^(j/4096)
+#   (EXP12_TH, EXP12_TL: < 2^-106) by dd_mul (< 2^-102), times e^r by dd_mul
+#   (< 2^-102): < 2^-101 in all for the tables and products.
+#
+# Relative error of (h + l) 2^q against e^x: < 2^-78.2 + 2^-101 < 2^-78.1;
+# h in [0.9999, 2.0002].  Measured: tests/test_mathlib_f64.py compares
+# it with MPFR on random and extreme arguments.
+
+
+def _exp_fix(t):
+    """e^t * 2^FIX for a fixed-point 0 <= t < 2^FIX (t/2^FIX < 1): the Taylor
+    series in integers, each term truncated (error < 2^-FIX per term)."""
+    total = term = 1 << FIX
+    n = 1
+    while term:
+        term = term * t // (n << FIX)
+        total += term
+        n += 1
+    return total
+
+
+# 30 significant bits for L1: ln2/4096 is in [2^-13, 2^-12)
+EXP12_L1, EXP12_L2, EXP12_L3 = _split_ln2(4096, 42, 3)
+INV_LN2_4096 = F64(float(4096 / LN2_Q))
+_TABLE12 = [td_const(Fraction(_exp_fix(j * LN2_FIX // 4096), 1 << FIX)) for j in range(64)]
+# 2^(j/4096) = EXP12_TH[j] + EXP12_TL[j] to 2^-106 relative (the fixed-point
+# value is exact to 2^-390)
+EXP12_TH = np.array([t[0] for t in _TABLE12], dtype=np.float64)
+EXP12_TL = np.array([t[1] for t in _TABLE12], dtype=np.float64)
+(E2, E3, E4, E5) = (F64(float(_FACT[n])) for n in range(2, 6))  # 1/n!, rounded
+_U6 = np.uint64(6)
+_U63 = np.uint64(63)
+
+
+@jitable
+def exp_dd_fast(x):
+    """(h, l, q): e^x = (h + l) 2^q with relative error < 2^-78.1, for |x| <= 746,
+    h in [0.9999, 2.0002]; branch-free (the analysis is above)."""
+    kd = sub_rn(fma_rn(x, INV_LN2_4096, SHIFT), SHIFT)
+    r0 = fma_rn(negate(kd), EXP12_L1, x)
+    ph, pl = two_prod(kd, EXP12_L2)
+    rh, e = two_sum(r0, negate(ph))
+    rl = sub_rn(e, fma_rn(kd, EXP12_L3, pl))
+    p = fma_rn(rh, E5, E4)
+    p = fma_rn(rh, p, E3)
+    p = fma_rn(rh, p, E2)
+    t = mul_rn(mul_rn(rh, rh), p)
+    lo = add_rn(t, fma_rn(rh, rl, rl))
+    sh, sl = fast_two_sum(ONE, rh)
+    eh, el = fast_two_sum(sh, add_rn(sl, lo))
+    k = np.int32(kd)  # |k| < 2^23; int32: AVX2 converts doubles to int32 (see core.pow2)
+    bits = np.uint64(np.int64(k))  # two's complement: the low 12 bits are k mod 4096
+    i = (bits >> _U6) & _U63
+    j = bits & _U63
+    th, tl = dd_mul(EXP_TH[i], EXP_TM[i], EXP12_TH[j], EXP12_TL[j])
+    h, l = dd_mul(th, tl, eh, el)
+    return h, l, k >> np.int32(12)
+
+
+# --------------------------------------------------------------------------- logarithm, fast path in double
+#
+# x = 2^e m, 1 <= m < 2 (a subnormal x scaled by 2^54 first, exactly), i = the
+# top 8 bits of m's fraction: m in [1 + i/256, 1 + (i + 1)/256).  LOG_INV[i]
+# is the multiple of 2^-9 nearest to 1/m over the interval (1 for i = 0, 1/2
+# for i = 255), so r = m LOG_INV[i] - 1 is exact (one fma: a multiple of
+# 2^-61 below 2^-8 in magnitude; |r| < 2^-8.4 for 0 < i < 255, checked at
+# import), and
+#
+#     log x = E ln2 + T[i] + log1p(r),
+#
+# E = e and T[i] = -log(LOG_INV[i]) for i < 106 (m < 1.414), E = e + 1 and
+# T[i] = -log(2 LOG_INV[i]) above (so |T[i]| <= ln2/2: for E != 0 the result
+# is at least 0.34, no cancellation; T[0] = T[255] = 0 exactly, so for x in
+# [1 - 2^-9, 1 + 2^-8) the result is log1p(r) with r = x - 1 exact, and
+# elsewhere |log x| >= 2^-9.01).
+#
+# * log1p(r) = r - r^2/2 + r^3 Q(r), Q = 1/3 - r/4 + ... - r^7/10 (Taylor;
+#   the rest < |r|^11/11 / (1 - |r|) < 2^-83 |r|).  r^2 = s2h + s2l exactly
+#   (two_prod); (a, b) = r - s2h/2 exactly (fast_two_sum, |r| >= r^2/2).  Q by
+#   Horner in double: the last rounding and 1/3's < 2^-55 each, the earlier
+#   ones scaled by |r|: relative < 2^-52.4; t = RN(RN(s2h r) q) adds three
+#   roundings: |t - r^3 Q| < 2^-50.8 |r^3 Q| < 2^-50.8 * 2^-16 * 0.335 |r| =
+#   2^-68.4 |r|.  c = RN(t - s2l/2) (|.| < 2^-17.5 |r|: < 2^-70.5 |r|), then
+#   b + c rounds (< 2^-70.5 |r|).  log1p(r) = a + (b + c) within 2^-67.9 |r|.
+# * E ln2: LOG_LN2_H has 42 bits, so E LOG_LN2_H is exact (|E| <= 1076 + 54 <
+#   2^11); E LOG_LN2_L rounds (< 2^-84), the rest of ln2 times E < 2^-84.
+#   T[i] to 2^-107 (double-double).  (sh, sl) = E LOG_LN2_H + T_h exactly
+#   (two_sum), sl + (E LOG_LN2_L + T_l) rounds once more (< 2^-97).
+# * dd_add of the two (< 2^-104 relative).
+#
+# Relative error: x in [1 - 2^-9, 1 + 2^-8) (E = 0, T = 0, the dd_add exact):
+# < 2^-67.9 |r| / (|r| (1 - |r|/2)) < 2^-67.8; elsewhere with E = 0 < (2^-67.9 *
+# 2^-8.4 + 2^-83 + 2^-97) / 2^-9.01 + 2^-104 < 2^-67.2; with E != 0 far less.
+# So < 2^-67.2.  Measured: tests/test_mathlib_f64_fast.py.
+
+
+def _log_fix(num, den):
+    """log(num/den) * 2^FIX for integers num, den > 0 (2 atanh((num - den)/(num + den)),
+    each term truncated: error < 2^-FIX per term)."""
+    p, q = num - den, num + den
+    total, power, k = 0, (abs(p) << FIX) // q, 0
+    while power:
+        total += power // (2 * k + 1)
+        power = power * p * p // (q * q)
+        k += 1
+    return 2 * total if p >= 0 else -2 * total
+
+
+LOG_SHIFT_FROM = 106  # m >= 1 + 106/256 = 1.4140625: E = e + 1, T = -log(2 inv)
+
+
+def _log_tables():
+    invs, th, tl = [], [], []
+    for i in range(256):
+        lo, hi = Fraction(256 + i, 256), Fraction(257 + i, 256)
+        if i == 0:
+            inv = Fraction(1)
+        elif i == 255:
+            inv = Fraction(1, 2)
+        else:
+            # the multiple of 2^-9 that minimises max |m inv - 1| over the interval
+            inv = min((Fraction(n, 512) for n in range(256, 513)), key=lambda v: max(abs(lo * v - 1), abs(hi * v - 1)))
+            assert max(abs(lo * inv - 1), abs(hi * inv - 1)) < Fraction(3, 2**10)  # < 2^-8.41
+        invs.append(inv)
+        two = 2 if i >= LOG_SHIFT_FROM else 1
+        t = td_const(fix_fraction(_log_fix(inv.denominator, inv.numerator * two)))  # -log(two * inv)
+        th.append(t[0])
+        tl.append(t[1])
+    return (np.array([float(v) for v in invs]), np.array(th, dtype=np.float64), np.array(tl, dtype=np.float64))
+
+
+LOG_INV, LOG_TH, LOG_TL = _log_tables()
+LOG_LN2_H = F64(float(Fraction(round(LN2_Q * 2**42), 2**42)))  # 42 significant bits
+LOG_LN2_L = F64(float(LN2_Q - Fraction(float(LOG_LN2_H))))
+(G3, G4, G5, G6, G7, G8, G9, G10) = (F64((-1.0) ** (n + 1) / n) for n in range(3, 11))  # log1p's coefficients
+_U44 = np.uint64(44)
+_U255 = np.uint64(255)
+_MANT = np.uint64(0x000FFFFFFFFFFFFF)
+_EXP_ONE = np.uint64(0x3FF0000000000000)
+_EXP_FIELD = np.uint64(0x7FF)
+HALF = F64(0.5)
+
+
+@jitable
+def log_dd_fast(x):
+    """(h, l): log x = h + l with relative error < 2^-67.2, for a positive finite
+    x (subnormals included); branch-free (the analysis is above)."""
+    subnormal = x < MIN_NORMAL
+    u = bitcast(mul_rn(x, TWO_P54) if subnormal else x)
+    e = np.int32((u >> np.uint64(52)) & _EXP_FIELD) - np.int32(1023) - (np.int32(54) if subnormal else np.int32(0))
+    i = (u >> _U44) & _U255
+    m = bitcast((u & _MANT) | _EXP_ONE)
+    r = fma_rn(m, LOG_INV[i], F64(-1.0))
+    s2h, s2l = two_prod(r, r)
+    a, b = fast_two_sum(r, mul_rn(s2h, F64(-0.5)))
+    q = fma_rn(r, G10, G9)
+    q = fma_rn(r, q, G8)
+    q = fma_rn(r, q, G7)
+    q = fma_rn(r, q, G6)
+    q = fma_rn(r, q, G5)
+    q = fma_rn(r, q, G4)
+    q = fma_rn(r, q, G3)
+    c = fma_rn(s2l, F64(-0.5), mul_rn(mul_rn(s2h, r), q))
+    b = add_rn(b, c)
+    ed = F64(e + (np.int32(1) if i >= np.uint64(LOG_SHIFT_FROM) else np.int32(0)))
+    sh, sl = two_sum(mul_rn(ed, LOG_LN2_H), LOG_TH[i])
+    sl = add_rn(sl, fma_rn(ed, LOG_LN2_L, LOG_TL[i]))
+    return dd_add(sh, sl, a, b)

@@ -6,15 +6,19 @@ Fast path: `log_core` (x = 2^e m, sqrt(1/2) <= m < sqrt(2), log m = 2 atanh((m-1
 relative error < 2^-50).  Subnormal float32 inputs are normal doubles.
 Accurate path: `log_dd` (one Newton step on exp_dd; relative error < 2^-68).
 
-float64 (`log_f64`, correctly rounded; scheme: multiword.py): explog64's
-double-double log with the rounding test, else its triple-double version.
+float64 (`log_f64`, correctly rounded; scheme: multiword.py): a fast path in
+double with a 128-entry table (explog64.log_dd_fast, relative error < 2^-67.2)
+and a rounding test of four additions; where it cannot decide, explog64's
+double-double log with the exact rounding test, else its triple-double
+version.
 """
 
 import numpy as np
 
-from ...primitives.rounding import jitable, negate
+from ...primitives.rounding import fabs, jitable, mul_rn, negate
 from .core import F64, INF32, NAN32, ZERO, dd_to_f32, log_core, log_dd, round_if_safe
-from .explog64 import log_dd as log_dd64, log_split, log_td
+from .exact64 import bracket_err
+from .explog64 import log_dd as log_dd64, log_dd_fast, log_split, log_td
 from .multiword import dd_error, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
@@ -62,10 +66,37 @@ def log_special64(x):
     return x, False
 
 
+# explog64.log_dd_fast's relative error is < 2^-67.2 (explog64.py; measured
+# < 2^-69): the rounding test's window, err = 2^-64 |h|, is more than
+# 2 * 2^-67.2 |h + l| + 2^-52 |l| (exact64.bracket_err's condition), with a
+# margin of 2^2.2.
+LOG64_FAST_EPS = F64(2.0**-64)
+ONE64 = F64(1.0)
+
+
 @jitable
 def log_fast64(x):
+    """(log(x) correctly rounded, True), or (anything, False) where the fast path
+    cannot decide: explog64.log_dd_fast and a rounding test of four additions
+    (exact64.bracket_err) for positive finite x, subnormals included (every
+    log x is a normal double or 0); the specials of `log_special64`.
+    Branch-free (the specials evaluate log(1) and their result is discarded),
+    so that the CPU launcher vectorises it.  Undecided: about one argument in
+    2^10, which `log_f64` hands to the double-double path.  log(1) = +0 (r = 0,
+    every term is +0)."""
+    finite = (x > ZERO64) & (x < INF64)
+    h, l = log_dd_fast(x if finite else ONE64)
+    lo, hi = bracket_err(h, l, mul_rn(fabs(h), LOG64_FAST_EPS))
+    r = INF64 if x == INF64 else lo
+    r = negate(INF64) if x == ZERO64 else r
+    r = NAN64 if (x != x) | (x < ZERO64) else r
+    return r, (lo == hi) | (not finite)
+
+
+@jitable
+def log_dd_fast64(x):
     """(log(x) correctly rounded, True), or (undecided, False) where the
-    double-double fast path (explog64.log_dd) cannot decide.  log(1) = +0
+    double-double path (explog64.log_dd) cannot decide.  log(1) = +0
     (the series of log m gives an exact 0)."""
     r, special = log_special64(x)
     if special:
@@ -77,9 +108,12 @@ def log_fast64(x):
 
 @jitable
 def log_f64(x):
-    """log for float64, correctly rounded: the fast path, else the
-    triple-double log_td (relative error < 2^-144) rounded once."""
+    """log for float64, correctly rounded: the fast path, else the double-double
+    one, else the triple-double log_td (relative error < 2^-144) rounded once."""
     r, ok = log_fast64(x)
+    if ok:
+        return r
+    r, ok = log_dd_fast64(x)
     if ok:
         return r
     e, m = log_split(x)

@@ -25,6 +25,9 @@ float64 (`sigmoid_f64`, correctly rounded; scheme: multiword.py): t = e^-|x| =
   (< 2^-64 |x|).  This is the one place where no error bound would do: for
   x = -2^-53 the value is 2^-164 above a midpoint.
 * x > 40: 1; x < -745.2: +0.
+The first of three steps (`sigmoid_fast64`) evaluates -700 <= x <= 40 from
+the faster explog64.exp_dd_fast instead (< 2^-77.5, argued above it); what it
+cannot decide goes to the double-double path, then the triple-double one.
 """
 
 import numpy as np
@@ -32,7 +35,9 @@ import numpy as np
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
 from .core import (abs32, clamp, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
                     pow2, round_if_safe)
-from .explog64 import exp_dd as exp_dd64, exp_td
+from .exact64 import bracket_err
+from .trig64 import dd_div_fast
+from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, round_sum, td_add, td_div, td_round, ziv_round
 
 SIGMOID_HI = np.float32(120.0)
@@ -85,8 +90,52 @@ QUARTER64 = F64(0.25)
 MINUS_1_48 = F64(-1.0 / 48.0)
 
 
+# The fast path for -700 <= x <= 40: t = e^-|x| = (h + l) 2^q from
+# explog64.exp_dd_fast (relative error < 2^-78.1; q >= -1011, 2^q a normal
+# double), 1 + t by dd_add (t scaled by 2^q: exact, or below 2^-1000 when a
+# part underflows, which moves 1 + t by < 2^-1073), then one trig64.dd_div_fast (< 2^-100)
+# of the numerator 1 (x >= 0) or h + l (x < 0, the result scaled by 2^q).
+# 1 + t is within 2^-78.1 t/(1 + t) + 2^-104 <= 2^-79.1 + 2^-104 of itself,
+# so the quotient is within 2^-78.1 + 2^-79.1 + 2^-100 < 2^-77.5.  Its value
+# scaled by 2^q is at least e^-700/2 > 2^-1011, a normal double: RN(h' + l') 2^q
+# is exact and is the rounded result.  The rounding test (exact64.bracket_err)
+# needs err >= 2 * 2^-77.5 |v| + 2^-52 |l|; it uses 2^-74 |h|, a margin of 2^2.4.
+SIGMOID64_FAST_LO = F64(-700.0)
+SIGMOID64_FAST_EPS = F64(2.0**-74)
+
+
 @jitable
 def sigmoid_fast64(x):
+    """(sigmoid(x) correctly rounded, True), or (anything, False) where the fast
+    path cannot decide: for -700 <= x <= 40 (above), |x| < 2^-30 (the exact
+    cubic of the module docstring), x > 40 (1), x < -745.2 (+0) and NaN.
+    Branch-free (every case is evaluated and one selected; other arguments
+    evaluate sigmoid(0)), so that the CPU launcher vectorises it.  Undecided:
+    about one argument in 2^20 of the evaluated range, and -745.2 <= x < -700
+    (subnormal results), which `sigmoid_f64` hands to the double-double path."""
+    inside = (x >= SIGMOID64_FAST_LO) & (x <= SIGMOID64_HI)
+    h, l, q = exp_dd_fast(negate(fabs(x)) if inside else ZERO)
+    s = pow2(q)
+    dh, dl = dd_add(ONE, ZERO, mul_rn(h, s), mul_rn(l, s))
+    positive = x >= ZERO64
+    th, tl = dd_div_fast(ONE if positive else h, ZERO if positive else l, dh, dl)
+    lo, hi = bracket_err(th, tl, mul_rn(th, SIGMOID64_FAST_EPS))
+    r = mul_rn(lo, pow2(np.int32(0) if positive else q))
+    # 1/2 + x/4 - x^3/48, rounded exactly (module docstring)
+    tiny = fabs(x) < SIGMOID64_TINY
+    cubic = round_sum(HALF64, mul_rn(x, QUARTER64), mul_rn(mul_rn(mul_rn(x, x), x), MINUS_1_48))
+    r = cubic if tiny else r
+    above, below, nan = x > SIGMOID64_HI, x < SIGMOID64_LO, x != x
+    r = ONE64 if above else r
+    r = ZERO64 if below else r
+    r = x if nan else r
+    return r, (inside & (lo == hi)) | tiny | above | below | nan
+
+
+@jitable
+def sigmoid_dd_fast64(x):
+    """(sigmoid(x) correctly rounded, True), or (undecided, False) where the
+    double-double path cannot decide (< 2^-99, tested with 2^-96)."""
     if x != x:
         return x, True
     if x > SIGMOID64_HI:
@@ -114,6 +163,9 @@ def sigmoid_fast64(x):
 def sigmoid_f64(x):
     """sigmoid for float64, correctly rounded (module docstring)."""
     r, ok = sigmoid_fast64(x)
+    if ok:
+        return r
+    r, ok = sigmoid_dd_fast64(x)
     if ok:
         return r
     h, m, l, q = exp_td(negate(fabs(x)), ZERO, ZERO)

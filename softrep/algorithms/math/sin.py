@@ -16,7 +16,7 @@ from ...primitives.rounding import bitcast, jitable, negate
 from .core import abs32, neg32, signbit32
 from .exception_tables import exception_arrays, finish
 from .trig_reduction import cos_halfpi, reduce_quadrant, sin_halfpi
-from .trig64 import SIN, trig_f64, trig_fast64
+from .trig64 import SIN, trig_f64, trig_fast64_cody_waite
 
 NAN32 = np.float32(np.nan)
 INF32 = np.float32(np.inf)
@@ -168,6 +168,7 @@ def sin_f64(x):
 
 @jitable
 def sin_fast64(x):
-    """(the correctly rounded sin(x), True) where the float64 fast path decides, else (anything, False)."""
-    return trig_fast64(x, SIN)
+    """(the correctly rounded sin(x), True) where the float64 fast path decides, else (anything, False):
+    branch-free, for |x| < 2^20 (trig64.trig_fast64_cody_waite); `sin_f64` takes the rest."""
+    return trig_fast64_cody_waite(x, SIN)
 

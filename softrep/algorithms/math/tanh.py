@@ -21,16 +21,24 @@ the division):
 * em + 2 (dd_add < 2^-104, td_add < 2^-152) and the division (dd_div < 2^-100,
   td_div < 2^-148): < 2^-95.4 (rounding test 2^-93) and < 2^-143.5.
 * a > 22: 1 - tanh a < 2^-62, the result is +-1.
+The first of three steps (`tanh_fast64`) evaluates 2^-6 <= a <= 22 from the
+faster explog64.exp_dd_fast instead, and 2^-27 <= a < 2^-6 from tanh's own
+series (< 2^-73, argued above it); what it cannot decide goes to the
+double-double path, then the triple-double one.
 """
+
+from fractions import Fraction
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
+from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (abs32, neg32, signbit32, F64, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_dd, expm1_core,
-                    pow2, round_if_safe)
-from .explog64 import exp_dd as exp_dd64, exp_td
+                    fast_two_sum, pow2, round_if_safe, two_prod)
+from .exact64 import bracket_err
+from .trig64 import dd_div_fast
+from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .expm1 import expm1_series_dd, expm1_series_td
-from .multiword import dd_error, td_add, td_div, td_round, ziv_round
+from .multiword import dd_error, td_add, td_const, td_div, td_round, ziv_round
 
 TANH_SATURATE = np.float32(20.0)
 ONE_F32 = np.float32(1.0)
@@ -89,8 +97,79 @@ def tanh_em_dd(a):
     return dd_add(mul_rn(h, s), mul_rn(l, s), MINUS_ONE64, ZERO64)
 
 
+# The fast path for 2^-6 <= a <= 22: em = e^(2a) 2^q - 1 from
+# explog64.exp_dd_fast (relative error < 2^-78.1; 2a exact, q <= 64: the
+# scaling is exact), so em is within 2^-78.1 * 32.5 + 2^-104 < 2^-73.05 of
+# itself (e^(2a)/em <= e^(1/32)/(e^(1/32) - 1) < 32.5) and em + 2 within
+# 2^-78.1 + 2^-103; the division (trig64.dd_div_fast: one division instead of
+# core.dd_div's three, which cost ~100 ns here) adds < 2^-100: < 2^-73 in all.
+#
+# For 2^-27 <= a < 2^-6, the odd series tanh a = a + a w P(w), w = a^2 <= 2^-12,
+# P = -1/3 + 2/15 w - 17/315 w^2 + 62/2835 w^3 - 1382/155925 w^4 (alternating,
+# decreasing terms: the rest < 21844/6081075 w^6 < 2^-80.1 of a).  w = wh + wl
+# exactly (two_prod); P = (P1H + P1L) + wh R with -1/3 = P1H + P1L to 2^-107 and
+# R (the last four terms over w) by Horner in double (< 2^-51.5 of |R| <=
+# 0.134, times w^2: < 2^-78.4 of a); y = w P = wh P1H (exact two_prod) +
+# (wl P1H + wh (P1L + wh R)) in fmas (< 2^-53 * 2^-14.8 w each: < 2^-79.8 of
+# a); a y = a yh (exact) + a yl (one fma, < 2^-79.8 of a), added to a exactly
+# (fast_two_sum) and the low parts in one rounding (< 2^-105): < 2^-77.1 in
+# all, relative to tanh a > 0.9999 a.
+#
+# The rounding test (exact64.bracket_err) needs err >= 2 * 2^-73 |v| +
+# 2^-52 |l|; it uses 2^-69 |h|, a margin of 2^3.
+TANH64_FAST_EPS = F64(2.0**-69)
+_P1H, _P1L = td_const(Fraction(-1, 3))[:2]
+(_K2, _K3, _K4, _K5) = (F64(float(Fraction(n, d))) for n, d in ((2, 15), (-17, 315), (62, 2835), (-1382, 155925)))
+
+
+@jitable
+def tanh_series_fast(a):
+    """tanh a as a double-double for 2^-27 <= a < 2^-6, relative error < 2^-77.1
+    (the series above)."""
+    wh, wl = two_prod(a, a)
+    r = fma_rn(wh, _K5, _K4)
+    r = fma_rn(wh, r, _K3)
+    r = fma_rn(wh, r, _K2)
+    yh, yl = two_prod(wh, _P1H)
+    yl = fma_rn(wh, fma_rn(wh, r, _P1L), fma_rn(wl, _P1H, yl))
+    ph, pl = two_prod(a, yh)
+    pl = fma_rn(a, yl, pl)
+    th, tl = fast_two_sum(a, ph)
+    return th, add_rn(tl, pl)
+
+
 @jitable
 def tanh_fast64(x):
+    """(tanh(x) correctly rounded, True), or (anything, False) where the fast
+    path cannot decide: for 2^-27 <= |x| <= 22 (above), and |x| < 2^-27 (x),
+    |x| > 22 (+-1) and NaN.  Branch-free (both evaluations run and one is
+    selected; other arguments evaluate tanh(0)), so that the CPU launcher
+    vectorises it.  Undecided: about one argument in 2^15, which `tanh_f64`
+    hands to the double-double path."""
+    a = fabs(x)
+    inside = (a >= TANH64_TINY) & (a <= TANH64_SATURATE)
+    series = a < TANH64_SERIES
+    h, l, q = exp_dd_fast(mul_rn(a, TWO64) if inside & (not series) else ZERO64)
+    s = pow2(q)
+    mh, ml = dd_add(mul_rn(h, s), mul_rn(l, s), MINUS_ONE64, ZERO64)
+    dh, dl = dd_add(mh, ml, TWO64, ZERO64)
+    th, tl = dd_div_fast(mh, ml, dh, dl)
+    sh, sl = tanh_series_fast(a if inside & series else TANH64_TINY)
+    th = sh if series else th
+    tl = sl if series else tl
+    lo, hi = bracket_err(th, tl, mul_rn(th, TANH64_FAST_EPS))
+    saturated = a > TANH64_SATURATE
+    r = ONE64 if saturated else lo
+    r = negate(r) if x < ZERO64 else r
+    exact = (a < TANH64_TINY) | (x != x)
+    r = x if exact else r
+    return r, (inside & (lo == hi)) | saturated | exact
+
+
+@jitable
+def tanh_dd_fast64(x):
+    """(tanh(x) correctly rounded, True), or (undecided, False) where the
+    double-double path cannot decide (< 2^-95.4, tested with 2^-93)."""
     if x != x:
         return x, True
     a = fabs(x)
@@ -110,6 +189,9 @@ def tanh_fast64(x):
 def tanh_f64(x):
     """tanh for float64, correctly rounded (module docstring)."""
     r, ok = tanh_fast64(x)
+    if ok:
+        return r
+    r, ok = tanh_dd_fast64(x)
     if ok:
         return r
     a = fabs(x)

@@ -354,15 +354,13 @@ SIN, COS, TAN = 0, 1, 2
 
 
 @jitable
-def _fast(a, which):
-    """(S, C or their quotient rounded, decided, n mod 4) by the fast path, 2^-27 < a < inf."""
-    q, sh, sl, ch, cl, eps = fast_sincos(a)
+def _decide(q, sh, sl, ch, cl, eps, which):
+    """(S, C or their quotient rounded, decided) from the fast path's S and C
+    (fast_sincos).  Selects rather than branches (the same values), so that
+    the branch-free `trig_fast64_cody_waite` shares it."""
     odd = (q & 1) == 1
-    if which == TAN:
-        if odd:
-            h, l = dd_div_fast(ch, cl, sh, sl)
-        else:
-            h, l = dd_div_fast(sh, sl, ch, cl)
+    if which == TAN:  # a constant: resolved at compile time
+        h, l = dd_div_fast(ch if odd else sh, cl if odd else sl, sh if odd else ch, sl if odd else cl)
         # The quotient's relative error is the sum of its parts' (2^-65 + E/|part|, E the
         # reduction's absolute error, eps = 2E) and the division's (2^-100).  With |C| >= 0.7071:
         # S/C: |h| E (1/|S| + 1/|C|) = E (1/|C| + |h|/|C|) <= 1.4143 E (1 + |h|);
@@ -373,10 +371,19 @@ def _fast(a, which):
         err = fma_rn(ah, REL_FAST, mul_rn(t, ah) if odd else t)
     else:
         use_sin = odd if which == COS else not odd
-        h, l = (sh, sl) if use_sin else (ch, cl)
+        h = sh if use_sin else ch
+        l = sl if use_sin else cl
         err = fma_rn(fabs(h), REL_FAST, eps)
     lo, hi = bracket_err(h, l, err)
-    return lo, lo == hi, q
+    return lo, lo == hi
+
+
+@jitable
+def _fast(a, which):
+    """(S, C or their quotient rounded, decided, n mod 4) by the fast path, 2^-27 < a < inf."""
+    q, sh, sl, ch, cl, eps = fast_sincos(a)
+    r, ok = _decide(q, sh, sl, ch, cl, eps, which)
+    return r, ok, q
 
 
 @jitable
@@ -438,6 +445,29 @@ def trig_fast64(x, which):
         return r, True
     r, ok, q = _fast(fabs(x), which)
     return _finish(x, which, q, r), ok
+
+
+@jitable
+def trig_fast64_cody_waite(x, which):
+    """`trig_fast64` without branches, for the CPU's vectorised first loop:
+    for 2^-27 < |x| < 2^20 the same operations on the same values
+    (fast_sincos's Cody-Waite case, `_decide`), so it decides exactly where
+    trig_fast64 does and gives its result; NaN, +-inf and |x| <= 2^-27 as
+    `_special`, by selects.  |x| >= 2^20 (Payne-Hanek, loops over the bits of
+    2/pi) is left undecided: `trig_f64` runs the whole fast path, then the
+    accurate one, there."""
+    a = fabs(x)
+    special = (x != x) | (a == INF64)
+    tiny = a <= TINY
+    inside = (a > TINY) & (a < CODY_WAITE_LIMIT)
+    ar = a if inside else ONE
+    q, th, tl = reduce_cody_waite(ar)
+    sh, sl, ch, cl = sincos_dd(th, tl)
+    lo, ok = _decide(q, sh, sl, ch, cl, mul_rn(ar, CW_EPS), which)
+    r = _finish(x, which, q, lo)
+    r = (ONE if which == COS else x) if tiny else r
+    r = NAN64 if special else r
+    return r, (inside & ok) | tiny | special
 
 
 @jitable

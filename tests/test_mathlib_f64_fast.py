@@ -1,0 +1,145 @@
+"""The plain-double fast paths of the float64 math functions and the float64
+decided-first CPU launcher (softrep/cpu/launch.py): the error bound each
+rounding test relies on, measured against MPFR, and launches large enough to
+run the two-loop schedule, with many undecided elements, against MPFR's
+correctly rounded results.  (test_mathlib_f64.py checks every function on the
+small-launch path, the hard cases, the simulator and the golden vectors.)"""
+
+import gmpy2
+import numpy as np
+import pytest
+import torch
+
+import softrep.ops.math as M
+import softrep.tools.verify_f64 as V64
+from softrep.algorithms.math.explog64 import EXP12_TH, EXP12_TL, LOG_INV, LOG_TH, LOG_TL, exp_dd_fast, log_dd_fast
+from softrep.algorithms.math.tanh import tanh_series_fast
+from softrep.algorithms.math.trig64 import COS, SIN, TAN, trig_fast64, trig_fast64_cody_waite
+from softrep.cpu.launch import SERIAL_MAX
+
+
+def relative_error(h, l, q, exact):
+    """|(h + l) 2^q - exact| / exact in MPFR at 300 bits."""
+    got = (gmpy2.mpfr(float(h)) + gmpy2.mpfr(float(l))) * gmpy2.mpfr(2) ** int(q)
+    return abs((got - exact) / exact)
+
+
+def test_exp_table_is_exact_to_2m106():
+    with gmpy2.context(precision=300):
+        for j in range(64):
+            v = gmpy2.exp2(gmpy2.mpfr(j) / 4096)
+            err = abs((gmpy2.mpfr(float(EXP12_TH[j])) + gmpy2.mpfr(float(EXP12_TL[j])) - v) / v)
+            assert err < gmpy2.mpfr(2) ** -106, j
+
+
+def test_exp_dd_fast_error_bound():
+    """explog64.exp_dd_fast: relative error < 2^-78.1 (argued in explog64.py; the
+    rounding test of exp_fast64 assumes it).  Arguments: uniform over the
+    range, small ones, and those with the largest reduced argument |r| (k + 1/2
+    steps of ln2/4096, where the polynomial's error peaks)."""
+    rng = np.random.Generator(np.random.PCG64(7))
+    step = float(gmpy2.log(2)) / 4096
+    halves = (rng.integers(-2**22, 2**22, 1000) + 0.5) * step
+    xs = np.concatenate([rng.uniform(-745.9, 745.9, 2000), rng.uniform(-1, 1, 500) * np.exp2(rng.integers(-80, 0, 500)),
+                         halves[np.abs(halves) < 745.9], [0.0, -0.0, 745.9, -745.9, 709.78, -708.3, 5e-324]])
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for x in xs:
+            h, l, q = exp_dd_fast(np.float64(x))
+            worst = max(worst, relative_error(h, l, q, gmpy2.exp(gmpy2.mpfr(float(x)))))
+        assert worst < gmpy2.mpfr(2) ** -78.1
+
+
+def test_log_tables():
+    """r = m LOG_INV[i] - 1 is exact (LOG_INV a multiple of 2^-9, |r| < 2^-8 on
+    the whole interval) and T[i] = -log(LOG_INV[i]) (or -log(2 LOG_INV[i])) to 2^-107."""
+    with gmpy2.context(precision=300):
+        for i in range(256):
+            inv = LOG_INV[i]
+            assert inv * 512 == int(inv * 512)
+            for m in (1 + i / 256, 1 + (i + 1) / 256):
+                assert abs(gmpy2.mpfr(m) * gmpy2.mpfr(float(inv)) - 1) <= gmpy2.mpfr(2) ** -8
+            t = -gmpy2.log(gmpy2.mpfr(float(inv)) * (2 if i >= 106 else 1))
+            assert abs(gmpy2.mpfr(float(LOG_TH[i])) + gmpy2.mpfr(float(LOG_TL[i])) - t) <= gmpy2.mpfr(2) ** -107
+        assert LOG_TH[0] == LOG_TL[0] == LOG_TH[255] == LOG_TL[255] == 0
+
+
+def test_log_dd_fast_error_bound():
+    """explog64.log_dd_fast: relative error < 2^-67.2 (argued in explog64.py; the
+    rounding test of log_fast64 assumes it).  Arguments: log-uniform over all
+    doubles (subnormals included), near 1 (where the result is log1p(x - 1)),
+    and at both ends of every table interval."""
+    rng = np.random.Generator(np.random.PCG64(8))
+    ends = np.array([1 + i / 256 for i in range(257)])
+    xs = np.concatenate([np.exp2(rng.uniform(-1074, 1024, 1500)), 1 + rng.uniform(-2.0**-9, 2.0**-8, 1000),
+                         1 + rng.uniform(-1, 1, 500) * np.exp2(rng.integers(-52, -9, 500)),
+                         ends, np.nextafter(ends, 0), ends / 2, np.nextafter(ends, 3) * 2.0**-1000,
+                         [5e-324, 1.7976931348623157e308, 1 - 2.0**-53, 1 + 2.0**-52]])
+    xs = xs[(xs != 1.0) & (xs > 0) & np.isfinite(xs)]
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for x in xs:
+            h, l = log_dd_fast(np.float64(x))
+            worst = max(worst, relative_error(h, l, 0, gmpy2.log(gmpy2.mpfr(float(x)))))
+        assert worst < gmpy2.mpfr(2) ** -67.2
+    assert log_dd_fast(np.float64(1.0)) == (0.0, 0.0)
+
+
+def test_tanh_series_error_bound():
+    """tanh.tanh_series_fast: relative error < 2^-77.1 on [2^-27, 2^-6) (argued in
+    tanh.py; the rounding test of tanh_fast64 assumes < 2^-73)."""
+    rng = np.random.Generator(np.random.PCG64(9))
+    xs = np.concatenate([np.exp2(rng.uniform(-27, -6, 2000)), [2.0**-27, np.nextafter(2.0**-6, 0)]])
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for x in xs:
+            h, l = tanh_series_fast(np.float64(x))
+            worst = max(worst, relative_error(h, l, 0, gmpy2.tanh(gmpy2.mpfr(float(x)))))
+        assert worst < gmpy2.mpfr(2) ** -77.1
+
+
+def test_trig_fast_without_branches_is_trig_fast64():
+    """trig64.trig_fast64_cody_waite (sin_fast64, cos_fast64, tan_fast64) runs
+    trig_fast64's operations with selects: where it decides, trig_fast64
+    decides the same bits, and below 2^20 it decides wherever trig_fast64
+    does (Python: the simulator's arithmetic)."""
+    rng = np.random.Generator(np.random.PCG64(10))
+    xs = np.concatenate([rng.uniform(-10, 10, 80), np.exp2(rng.uniform(-30, 21, 80)) * rng.choice([-1, 1], 80),
+                         [0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**-27, -2.0**-27, 2.0**20, np.nextafter(2.0**20, 0)]])
+    for which in (SIN, COS, TAN):
+        for x in xs.astype(np.float64):
+            r1, ok1 = trig_fast64(x, which)
+            r2, ok2 = trig_fast64_cody_waite(x, which)
+            assert ok2 == (ok1 and (abs(x) < 2.0**20 or not np.isfinite(x))), (which, x)
+            if ok2:
+                assert np.float64(r2).view(np.uint64) == np.float64(r1).view(np.uint64) or np.isnan(r1) and np.isnan(r2)
+
+
+LAUNCH_CASES = {
+    # name: (a uniform range that the fast path evaluates, a range it leaves undecided or is weakest in)
+    "exp": ((-700.0, 700.0), (-745.2, -708.3)),
+    "tanh": ((-20.0, 20.0), (2.0**-27, 2.0**-6)),  # the series
+    "sigmoid": ((-700.0, 40.0), (-745.2, -700.0)),
+    "sin": ((-10.0, 10.0), (2.0**20, 2.0**40)),  # Payne-Hanek
+    "cos": ((-10.0, 10.0), (2.0**20, 2.0**40)),
+    "log": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),  # log2 of x; none left out: near 1, log1p's series
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAUNCH_CASES))
+def test_two_loop_launch_matches_mpfr(name):
+    """More than SERIAL_MAX elements (the parallel two-loop schedule), a third of
+    them in a range the fast path does not decide (the second loop computes
+    them), the specials and the committed hard cases, against MPFR."""
+    (lo, hi), (ulo, uhi) = LAUNCH_CASES[name]
+    rng = np.random.Generator(np.random.PCG64(3))
+    n = SERIAL_MAX + 5000
+    main = rng.uniform(lo, hi, 2 * n // 3)
+    main, sign = (np.exp2(main), 1) if name == "log" else (main, rng.choice([-1, 1], n // 3))
+    x = np.concatenate([main, rng.uniform(ulo, uhi, n // 3) * sign,
+                        V64.special_inputs(), V64.load_hard_cases_f64(name)[0]])
+    x = x[rng.permutation(x.size)]
+    got = M.FUNCTIONS[name].op(torch.from_numpy(x)).numpy().view(np.uint64)
+    want = V64.reference_bits(name, (x,))
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (x[bad[:5]], got[bad[:5]], want[bad[:5]])
