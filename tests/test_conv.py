@@ -368,10 +368,10 @@ WIDE_CASES = [  # N, Cin, Hp, Wp (padded), (KH, KW), stride, dilation, groups: r
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", WIDE_CASES)
 def test_cpu_panels_hold_im2col(case, dtype):
-    """The CPU packer copies runs of consecutive pixels per panel row: every
-    packed value is the im2col value F.unfold gives, and the lanes past the
-    last column are +0, for output rows shorter, as long as and longer than
-    a panel, strided and dilated."""
+    """The CPU packer writes the im2col value F.unfold gives into every lane
+    of every panel, and +0 into the lanes past the last column, for output
+    rows shorter than, as long as and longer than a panel, strided and
+    dilated."""
     from softrep.algorithms.convolution import output_size
     from softrep.cpu import conv as cpu_conv
     from softrep.cpu.linalg import packed_b
