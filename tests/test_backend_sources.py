@@ -22,7 +22,7 @@ from softrep.primitives import rounding as R
 ROOT = os.path.dirname(os.path.abspath(softrep.__file__))
 
 SCHEDULE_FILES = [f"{side}/{name}.py" for side in ("cpu", "cuda")
-                  for name in ("linalg", "conv", "reduce", "lowp", "philox", "random_ops", "optim")]
+                  for name in ("linalg", "conv", "reduce", "lowp", "philox", "random_ops", "optim", "normalization")]
 
 # Modules whose functions compute float values: a schedule calls algorithms instead.
 ARITHMETIC_MODULES = {"rounding", "formats", "cpu_lowering", "cuda_lowering", "pyfloat"}

@@ -357,6 +357,41 @@ def test_input_index_is_im2col(case):
     np.testing.assert_array_equal(got, want.numpy().astype(np.int64))
 
 
+WIDE_CASES = [  # N, Cin, Hp, Wp (padded), (KH, KW), stride, dilation, groups: rows as wide as a panel and wider
+    (2, 2, 5, 34, (3, 3), (1, 1), (1, 1), 1),
+    (1, 4, 4, 41, (2, 3), (1, 1), (1, 2), 2),
+    (2, 2, 6, 37, (3, 3), (2, 2), (1, 1), 1),
+    (1, 3, 3, 70, (1, 2), (1, 3), (1, 2), 3),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", WIDE_CASES)
+def test_cpu_panels_hold_im2col(case, dtype):
+    """The CPU packer writes the im2col value F.unfold gives into every lane
+    of every panel, and +0 into the lanes past the last column, for output
+    rows shorter than, as long as and longer than a panel, strided and
+    dilated."""
+    from softrep.algorithms.convolution import output_size
+    from softrep.cpu import conv as cpu_conv
+    from softrep.cpu.linalg import packed_b
+
+    n, ci, hp, wp, (kh, kw), (sh, sw), (dh, dw), groups = case
+    x = normal_tensor(9, (n, ci, hp, wp), dtype)
+    oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
+    kk = ci // groups * kh * kw
+    cols = F.unfold(x, (kh, kw), dilation=(dh, dw), stride=(sh, sw))
+    want = cols.view(n, groups, kk, oh * ow).permute(1, 2, 0, 3).reshape(groups, kk, n * oh * ow).numpy()
+    bp = packed_b(groups, kk, n * oh * ow, want.dtype)
+    bp[...] = np.nan
+    cpu_conv._pack_im2col(bp, x.numpy().reshape(-1), ci, hp, wp, groups, kh, kw, sh, sw, dh, dw, n, oh, ow)
+    npan, nr = bp.shape[1], bp.shape[3]
+    got = bp.transpose(0, 2, 1, 3).reshape(groups, kk, npan * nr)
+    np.testing.assert_array_equal(got[:, :, :n * oh * ow].view(np.uint8), want.view(np.uint8))
+    tail = got[:, :, n * oh * ow:]
+    assert not tail.any() and not np.signbit(tail).any()
+
+
 @pytest.mark.simulator
 @pytest.mark.parametrize("case", ODD_CASES)
 def test_simulator_and_cpu_agree_on_odd_geometry(case, backend):

@@ -282,6 +282,38 @@ def test_noncontiguous_same_bits():
                        softrep.batch_norm(x, None, None, training=True))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(4, 3, 2, 5), (6, 3), (3, 2, 130)])
+def test_batch_norm_fused_passes_equal_separate_ops(dtype, shape):
+    """batch_norm in training fuses its per-channel passes (softrep.ops.channels)
+    when no graph of the backward is recorded; with create_graph the separate
+    ops run.  Both must give the same bits, also on signed zeros, subnormals,
+    infinities and NaN (one channel holds them, the others stay finite)."""
+    from softrep.nn.functional import normalization as N
+
+    gen = torch.Generator().manual_seed(5)
+    x = (torch.randn(shape, generator=gen, dtype=dtype) * 3).requires_grad_()
+    g = torch.randn(shape, generator=gen, dtype=dtype)
+    tiny = torch.finfo(dtype).tiny
+    n = x.numel()
+    with torch.no_grad():
+        x.view(-1)[:4] = torch.tensor([-0.0, tiny / 4, -tiny / 8, 1e30], dtype=dtype)
+        x.view(-1)[n // 2] = float("inf")
+        x.view(-1)[n - 1] = float("nan")
+    g.view(-1)[:3] = torch.tensor([-0.0, 0.0, -tiny / 2], dtype=dtype)
+    g.view(-1)[n // 3] = float("nan")
+    with torch.no_grad():
+        fused = N._batch_moments(x, 1e-5)
+    with torch.enable_grad():
+        separate = N._batch_moments(x, 1e-5)
+    for f, s in zip(fused, separate):
+        assert same_bits(f, s)
+    out = softrep.batch_norm(x, None, None, training=True)
+    (gx_fused,) = torch.autograd.grad(out, x, g, retain_graph=True)
+    (gx_separate,) = torch.autograd.grad(out, x, g, create_graph=True)
+    assert same_bits(gx_fused, gx_separate)
+
+
 def test_batch_split_same_bits():
     # per-sample normalisations do not depend on the rest of the batch
     x = normal_tensor(51, (5, 4, 3))

@@ -106,20 +106,22 @@ def _im2col(xpad, kernel, stride, dilation, groups):
 
 
 def _conv2d_forward(x, w, bias, stride, pads, dilation, groups):
-    xpad = F.pad(x.detach(), (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+    xpad = x.detach()
+    if any(pads[0]) or any(pads[1]):  # F.pad copies even when it adds nothing
+        xpad = F.pad(xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
     return _conv2d_core(xpad, w.detach(), None if bias is None else bias.detach(), stride, dilation, groups)
 
 
-def _insert_zeros(g, stride):
-    """g (N, C, OH, OW) with (stride - 1) zeros (+0) between neighbours along H and W."""
-    for axis, s in ((2, stride[0]), (3, stride[1])):
-        if s > 1:
-            length = g.shape[axis]
-            spread = torch.stack([g] + [torch.zeros_like(g)] * (s - 1), dim=axis + 1)
-            shape = list(g.shape)
-            shape[axis] = length * s
-            g = spread.reshape(shape).narrow(axis, 0, (length - 1) * s + 1)
-    return g
+def _spread(g, stride, before, size):
+    """g (N, C, OH, OW) with (stride - 1) zeros (+0) between neighbours along H
+    and W, `before` (rows, columns) zeros in front, and zeros after up to `size`
+    (rows, columns).  Values are only moved, by two strided copies
+    (slice_scatter: out of place, so autograd and torch.func transforms of
+    the backward see ordinary ops)."""
+    n, c, oh, ow = g.shape
+    (sh, sw), (bh, bw) = stride, before
+    rows = torch.slice_scatter(g.new_zeros((n, c, oh, size[1])), g, 3, bw, bw + (ow - 1) * sw + 1, sw)
+    return torch.slice_scatter(g.new_zeros((n, c, size[0], size[1])), rows, 2, bh, bh + (oh - 1) * sh + 1, sh)
 
 
 class Conv2dFunction(torch.autograd.Function):
@@ -155,13 +157,13 @@ class Conv2dFunction(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             hp, wp = xpad_shape[2:]
             zh, zw = (kh - 1) * dilation[0], (kw - 1) * dilation[1]
-            gz = _insert_zeros(g, stride)
             w_t = (w.flip(2, 3).reshape(groups, c_out // groups, c_g, kh, kw)
                    .transpose(1, 2).reshape(groups * c_g, c_out // groups, kh, kw))
-            # gz padded with zh (zw) zeros before and up to the padded input's size
-            # after: the stride-1 convolution of the module docstring
-            gz_pads = ((zh, hp - gz.shape[2]), (zw, wp - gz.shape[3]))
-            gxpad = Conv2dFunction.apply(gz, w_t, None, (1, 1), gz_pads, dilation, groups)
+            # the zero-inserted gradient gz framed by zh (zw) zeros before and
+            # zeros up to the padded input's size after: the stride-1
+            # convolution of the module docstring, over an unpadded input
+            gz_framed = _spread(g, stride, (zh, zw), (zh + hp, zw + wp))
+            gxpad = Conv2dFunction.apply(gz_framed, w_t, None, (1, 1), ((0, 0), (0, 0)), dilation, groups)
             gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
         if ctx.needs_input_grad[1]:
             # per sample (docs/order.md, "The batch order"): one chain over its

@@ -248,8 +248,10 @@ class _Relu(torch.autograd.Function):
     def forward(x):
         out = torch.where(x < 0, torch.zeros((), dtype=x.dtype, device=x.device), x)
         nan = torch.isnan(x)
-        out = out.masked_fill(nan, float("nan"))
-        return out, (out > 0) | nan
+        if bool(nan.any()):  # canonical NaN; the common NaN-free input skips the copy
+            out = out.masked_fill(nan, float("nan"))
+        # out > 0 or NaN: exactly the x that are not <= 0 (a NaN compares false)
+        return out, ~(x <= 0)
 
     @staticmethod
     def setup_context(ctx, inputs, output):

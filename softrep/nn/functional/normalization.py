@@ -27,7 +27,7 @@ import numbers
 
 import torch
 
-from ...ops import backend, batching, batchtree, mixed, summation
+from ...ops import backend, batching, batchtree, channels, mixed, summation
 from ...ops import elementwise as E
 from ...ops import reduction as R
 
@@ -240,6 +240,12 @@ def _batch_moments(x, eps):
     view = _channel_view(x)
     count = float(batchtree.batch_count(fn, x) // x.shape[1])
     m = E.div(batchtree.batch_statistic(fn, _channel_sums(x)), count).reshape(view)
+    if channels.fusable():
+        # the same roundings as below, fused per channel (softrep.ops.channels):
+        # no tensor of deviations, squares or broadcast statistics
+        ss = batchtree.batch_statistic(fn, channels.centered_square_sums(x, m)).reshape(view)
+        s = E.sqrt(E.add(E.div(ss, count), eps))
+        return channels.normalize(x, m, s), m, ss, s
     d = E.sub(x, m)
     ss = batchtree.batch_statistic(fn, _channel_sums(E.mul(d, d))).reshape(view)
     s = E.sqrt(E.add(E.div(ss, count), eps))
@@ -276,6 +282,8 @@ class _BatchNormalize(torch.autograd.Function):
         count = float(batchtree.batch_count(fn, x) // x.shape[1])
         c = E.div(batchtree.batch_statistic(fn, _channel_sums(E.mul(g, xhat))), count).reshape(view)
         mg = E.div(batchtree.batch_statistic(fn, _channel_sums(g)), count).reshape(view)
+        if channels.fusable():  # no graph of the backward: one fused pass, same roundings
+            return channels.normalize_grad(g, xhat, mg, c, s), None
         return E.div(E.sub(E.sub(g, mg), E.mul(xhat, c)), s), None
 
     @staticmethod
