@@ -13,10 +13,11 @@ rounded safely, with its MPFR value).
 
 import numpy as np
 
-from ...primitives.rounding import bitcast, jitable, sub_rn
+from ...primitives.jit import inline_into_callers
+from ...primitives.rounding import jitable, sub_rn
 from .erf_pieces import erf_small, erfc_mid
 from .core import abs32, neg32, signbit32
-from .exception_tables import exception_arrays, finish
+from .exception_tables import decide, exception_arrays, finish_odd
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
@@ -149,20 +150,36 @@ _KEYS, _VALUES = exception_arrays(ERF_EXCEPTIONS)
 
 @jitable
 def erf_approx(a):
-    """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-49.7."""
-    if a <= HALF_F32:
-        return erf_small(a)
-    if a > SATURATE_F32:
-        return ONE
-    return sub_rn(ONE, erfc_mid(a))
+    """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-49.7.
+
+    Branch-free, so that the vectorised fast loop can use it: both pieces are
+    evaluated and one is selected.  Each piece gets its argument clamped into
+    its own range (NaN to 1/2), which changes nothing where it is selected and
+    keeps erfc_mid's table row in bounds where it is not."""
+    inline_into_callers()
+    mid = a if a > HALF_F32 else HALF_F32
+    mid = SATURATE_F32 if mid > SATURATE_F32 else mid
+    small = a if a < HALF_F32 else HALF_F32
+    r = sub_rn(ONE, erfc_mid(mid))
+    r = ONE if a > SATURATE_F32 else r
+    return erf_small(small) if a <= HALF_F32 else r
+
+
+@jitable
+def erf_fast(x):
+    """(erf(x) correctly rounded, True), or (the float32 nearest the double
+    approximation, with x's sign; False) where the rounding test cannot decide.
+    Branch-free: vectorises in the CPU's decided-first loop."""
+    inline_into_callers()
+    nan = x != x
+    r, ok = decide(erf_approx(abs32(x)))
+    r = neg32(r) if signbit32(x) else r
+    return (x if nan else r), ok or nan
 
 
 @jitable
 def erf_f32(x):
-    if x != x:
-        return x
-    a = abs32(x)
-    r = finish(erf_approx(a), _KEYS, _VALUES, bitcast(a))
-    if signbit32(x):
-        return neg32(r)
-    return r
+    r, ok = erf_fast(x)
+    if ok:
+        return r
+    return finish_odd(x, r, _KEYS, _VALUES)
