@@ -16,13 +16,14 @@ import numpy as np
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import jitable, sub_rn
 from .erf_pieces import erf_small, erfc_mid
-from .core import abs32, neg32, signbit32
+from .core import abs32, clamp, neg32, signbit32
 from .exception_tables import decide, exception_arrays, finish_odd
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
 ONE = F64(1.0)
 HALF_F32 = np.float32(0.5)
+ONE_F32 = np.float32(1.0)
 SATURATE_F32 = np.float32(4.0)
 
 # BEGIN GENERATED EXCEPTIONS (python -m softrep.algorithms.math.exception_tables scan erf): (bits of |x|, bits of erf|x|)
@@ -153,16 +154,17 @@ def erf_approx(a):
     """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-49.7.
 
     Branch-free, so that the vectorised fast loop can use it: both pieces are
-    evaluated and one is selected.  Each piece gets its argument clamped into
-    its own range (NaN to 1/2), which changes nothing where it is selected and
-    keeps erfc_mid's table row in bounds where it is not."""
+    evaluated and one is selected.  erfc_mid gets its argument clamped into
+    [1/2, 4] (NaN to 1), which changes nothing where it is selected and
+    keeps its table row in bounds where it is not; erf_small reads no table
+    and takes a itself.  (NaN goes to 1, not to the bound 1/2: "a, or 1/2 where
+    a < 1/2 or NaN" is a float max, which NVVM emits as max.f32 and the PTX
+    audit rejects.)"""
     inline_into_callers()
-    mid = a if a > HALF_F32 else HALF_F32
-    mid = SATURATE_F32 if mid > SATURATE_F32 else mid
-    small = a if a < HALF_F32 else HALF_F32
+    mid = ONE_F32 if a != a else clamp(a, HALF_F32, SATURATE_F32)
     r = sub_rn(ONE, erfc_mid(mid))
     r = ONE if a > SATURATE_F32 else r
-    return erf_small(small) if a <= HALF_F32 else r
+    return erf_small(a) if a <= HALF_F32 else r
 
 
 @jitable
