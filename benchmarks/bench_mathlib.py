@@ -1,7 +1,8 @@
 """Throughput of softrep's correctly rounded math functions against torch's, on
 10^7 float32 elements with 2 threads, in one run.
 
-    python benchmarks/bench_mathlib.py [--n 10000000] [--threads 2] [--repeat 5]
+    python benchmarks/bench_mathlib.py [--n 10000000] [--threads 2] [--repeat 7]
+                                       [--functions exp,log,...]
 
 Each function is timed twice: allocating its output (`softrep.exp(x)`,
 `torch.exp(x)`), and into a preallocated output on both sides
@@ -11,8 +12,10 @@ development VM).
 
 torch's functions are not correctly rounded (they are vectorised approximations
 of a few ulps); softrep's are, on every input.  Prints elements per second and
-softrep / torch ratios (> 1 means softrep is faster).  Timings are the best of
---repeat runs after one warm-up call (which also loads or compiles the kernel).
+softrep / torch ratios (> 1 means softrep is faster).  Timings are the median
+of --repeat runs after one warm-up call (which also loads or compiles the
+kernel); softrep's and torch's runs alternate, so a change in the machine's
+load reaches both (on a shared machine the median says more than the best).
 """
 
 import argparse
@@ -22,21 +25,26 @@ import numpy as np
 import torch
 
 
-def best_time(fn, x, repeat):
-    fn(x)
-    times = []
+def median_times(f_ours, f_theirs, x, repeat):
+    """Median seconds of `repeat` alternating calls of each (after one warm-up call each)."""
+    f_ours(x)
+    f_theirs(x)
+    ours, theirs = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn(x)
-        times.append(time.perf_counter() - t)
-    return min(times)
+        for fn, times in ((f_ours, ours), (f_theirs, theirs)):
+            t = time.perf_counter()
+            fn(x)
+            times.append(time.perf_counter() - t)
+    return float(np.median(ours)), float(np.median(theirs))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10**7)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--functions", default="exp,log,tanh,sigmoid,erf,sin,cos",
+                        help="comma-separated list (default: %(default)s)")
     args = parser.parse_args()
 
     import numba
@@ -48,9 +56,8 @@ def main():
     rng = np.random.Generator(np.random.PCG64(0))
     wide = torch.from_numpy(rng.uniform(-10, 10, args.n).astype(np.float32))
     positive = torch.from_numpy(rng.uniform(1e-3, 100, args.n).astype(np.float32))
-    cases = [("exp", wide), ("log", positive), ("tanh", wide), ("sigmoid", wide), ("erf", wide), ("sin", wide),
-             ("cos", wide)]
-    print(f"n = {args.n}, threads = {args.threads}, best of {args.repeat}")
+    cases = [(name, positive if name == "log" else wide) for name in args.functions.split(",")]
+    print(f"n = {args.n}, threads = {args.threads}, median of {args.repeat}")
     print(f"{'function':10s} {'output':>12s} {'softrep Melem/s':>16s} {'torch Melem/s':>14s} {'ratio':>7s}")
     ours_out, theirs_out = torch.empty(args.n), torch.empty(args.n)
     ours_out.fill_(0)  # touched once: the preallocated rows time no page faults
@@ -64,8 +71,7 @@ def main():
         for label, f_ours, f_theirs in [
                 ("allocating", ours, theirs),
                 ("out=", lambda v: ours(v, out=ours_out), lambda v: theirs(v, out=theirs_out))]:
-            t_ours = best_time(f_ours, x, args.repeat)
-            t_torch = best_time(f_theirs, x, args.repeat)
+            t_ours, t_torch = median_times(f_ours, f_theirs, x, args.repeat)
             print(f"{name:10s} {label:>12s} {args.n / t_ours / 1e6:16.1f} {args.n / t_torch / 1e6:14.1f} "
                   f"{t_torch / t_ours:7.2f}")
 

@@ -62,7 +62,7 @@ def test_elementwise_light_path_gives_the_parallel_bits(name, rounding, dtype, n
 
 
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "erf"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos", "erf"])
 def test_math_light_path_gives_the_parallel_bits(name, n):
     x = _special(n, torch.float32, 5)
     if name == "log":

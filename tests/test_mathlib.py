@@ -457,7 +457,7 @@ def test_simulator_accurate_path():
             assert bits(g) == bits(expected)
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "sin", "cos", "erf"])
 def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     # float32 CPU launches of these functions run <name>_fast (branch-free, so
     # the loop vectorises) over every input, then <name>_f32 where the fast
@@ -477,7 +477,7 @@ def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     assert np.array_equal(bits(got), bits(want))
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "sin", "cos", "erf"])
 def test_decided_first_launcher_across_chunks(name):
     """Undecided inputs at the first and last element of launcher chunks, in several
     chunks, among ordinary ones: they and a sample of the others equal the scalar

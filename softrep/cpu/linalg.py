@@ -43,7 +43,7 @@ from numba.core import config as _numba_config
 from ..algorithms.products import (chain_step, finish, finish_add, micro_kernel, start_chains, tree_carry, tree_finish,
                                    tree_slot)
 from ..algorithms.widening import narrowed_bits, widened
-from .launch import kernel
+from .launch import host_vector_bits, kernel
 
 # Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
 _FLOATS = (types.float32, types.float64)
@@ -97,10 +97,7 @@ def host_blocking_name():
     """The blocking for the CPU Numba compiles for: "avx512" when it has
     AVX-512F (32 vector registers of 512 bits), "avx2" otherwise (the AVX2
     shape also serves hosts with narrower vectors)."""
-    features = _numba_config.CPU_FEATURES
-    if features is None:
-        features = llvm.get_host_cpu_features().flatten()
-    return "avx512" if "+avx512f" in features.split(",") else "avx2"
+    return "avx512" if host_vector_bits() == 512 else "avx2"
 
 
 def _chosen_blocking():

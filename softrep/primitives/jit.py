@@ -211,6 +211,47 @@ def _register_bitcast_cuda():
 when_cuda_ready(_register_bitcast_cuda)
 
 
+def _inline_typer(typingctx):
+    def codegen(context, builder, signature, args):
+        builder.function.attributes.add("alwaysinline")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+_inline_cpu = _cpu_intrinsic(_inline_typer)
+
+
+def inline_into_callers():
+    """Called first in a jitable function: have LLVM inline that function into
+    every caller (the attribute alwaysinline).  LLVM inlines only small
+    functions by itself; a call left in a loop keeps the loop scalar, so the
+    large helpers of the vectorised fast paths (the trigonometric reduction,
+    erfc's pieces) carry this.  Inlining changes no bit.  Does nothing in
+    plain Python (the simulator)."""
+
+
+# inline="always": Numba inlines this overload's body into the calling
+# function, so the intrinsic marks that function, not a wrapper of its own.
+@numba.core.extending.overload(inline_into_callers, target="cpu", inline="always")
+def _ov_inline_cpu():
+    return lambda: _inline_cpu()
+
+
+def _register_inline_cuda():
+    from numba.cuda.extending import intrinsic as _cuda_intrinsic
+    from numba.cuda.extending import overload as _cuda_overload
+
+    inline_cuda = _cuda_intrinsic(_inline_typer)
+
+    @_cuda_overload(inline_into_callers, target="cuda", inline="always")
+    def _ov_inline_cuda():
+        return lambda: inline_cuda()
+
+
+when_cuda_ready(_register_inline_cuda)
+
+
 # --------------------------------------------------------------------------- cache
 
 

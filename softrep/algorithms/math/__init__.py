@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from .atan import atan_f32, atan_f64, atan_fast64
 from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
-from .cos import cos_f32, cos_f64, cos_fast64
+from .cos import cos_f32, cos_f64, cos_fast, cos_fast64
 from .cosh import cosh_f32, cosh_f64, cosh_fast64
-from .erf import erf_f32, erf_f64, erf_fast64
+from .erf import erf_f32, erf_f64, erf_fast, erf_fast64
 from .erfc import erfc_f32, erfc_f64, erfc_fast64
 from .exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .exp10 import exp10_f32, exp10_f64, exp10_fast64
@@ -40,7 +40,7 @@ from .log2 import log2_f32, log2_f64, log2_fast64
 from .pow import pow_f32, pow_f64, pow_fast64
 from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
-from .sin import sin_f32, sin_f64, sin_fast64
+from .sin import sin_f32, sin_f64, sin_fast, sin_fast64
 from .sinh import sinh_f32, sinh_f64, sinh_fast64
 from .tan import tan_f32, tan_f64, tan_fast64
 from .tanh import tanh_f32, tanh_f64, tanh_fast, tanh_fast64
@@ -61,9 +61,9 @@ class MathKernel:
 KERNELS = {k.name: k for k in (
     MathKernel("atan", 1, atan_f32, atan_f64, None, atan_fast64),
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
-    MathKernel("cos", 1, cos_f32, cos_f64, None, cos_fast64),
+    MathKernel("cos", 1, cos_f32, cos_f64, cos_fast, cos_fast64),
     MathKernel("cosh", 1, cosh_f32, cosh_f64, None, cosh_fast64),
-    MathKernel("erf", 1, erf_f32, erf_f64, None, erf_fast64),
+    MathKernel("erf", 1, erf_f32, erf_f64, erf_fast, erf_fast64),
     MathKernel("erfc", 1, erfc_f32, erfc_f64, None, erfc_fast64),
     MathKernel("exp", 1, exp_f32, exp_f64, exp_fast, exp_fast64),
     MathKernel("exp10", 1, exp10_f32, exp10_f64, None, exp10_fast64),
@@ -77,7 +77,7 @@ KERNELS = {k.name: k for k in (
     MathKernel("pow", 2, pow_f32, pow_f64, None, pow_fast64),
     MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, None, rsqrt_fast64),
     MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64),
-    MathKernel("sin", 1, sin_f32, sin_f64, None, sin_fast64),
+    MathKernel("sin", 1, sin_f32, sin_f64, sin_fast, sin_fast64),
     MathKernel("sinh", 1, sinh_f32, sinh_f64, None, sinh_fast64),
     MathKernel("tan", 1, tan_f32, tan_f64, None, tan_fast64),
     MathKernel("tanh", 1, tanh_f32, tanh_f64, tanh_fast, tanh_fast64),

@@ -11,9 +11,10 @@ rounded safely, with its MPFR value).
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import bitcast, jitable, negate
-from .core import abs32, neg32, signbit32
-from .exception_tables import exception_arrays, finish
+from .core import abs32
+from .exception_tables import decide, exception_arrays, lookup_exception
 from .trig_reduction import cos_halfpi, reduce_quadrant, sin_halfpi
 from .trig64 import COS, trig_f64, trig_fast64_cody_waite
 
@@ -151,22 +152,33 @@ _KEYS, _VALUES = exception_arrays(COS_EXCEPTIONS)
 
 @jitable
 def cos_approx(a):
-    """cos(a) in double for a finite float32 a >= 0, relative error < 2^-50.1."""
+    """cos(a) in double for a finite float32 a >= 0, relative error < 2^-50.1.
+    Branch-free (both polynomials are evaluated and one selected: the same
+    value as a branch); inf and NaN give some finite value."""
+    inline_into_callers()
     q, t = reduce_quadrant(a)
-    if q & 1 == 0:
-        c = cos_halfpi(t)
-    else:
-        c = sin_halfpi(t)
-    if q == 1 or q == 2:
-        c = negate(c)
-    return c
+    s = sin_halfpi(t)
+    c = cos_halfpi(t)
+    c = s if q & 1 else c
+    return negate(c) if q == 1 or q == 2 else c
+
+@jitable
+def cos_fast(x):
+    """(cos(x) correctly rounded, True), or (the float32 nearest the double
+    approximation, False) where the rounding test cannot decide.  Branch-free:
+    vectorises in the CPU's decided-first loop."""
+    inline_into_callers()
+    a = abs32(x)
+    special = x != x or a == INF32
+    r, ok = decide(cos_approx(a))
+    return (NAN32 if special else r), ok or special
 
 @jitable
 def cos_f32(x):
-    a = abs32(x)
-    if x != x or a == INF32:
-        return NAN32
-    return finish(cos_approx(a), _KEYS, _VALUES, bitcast(a))
+    r, ok = cos_fast(x)
+    if ok:
+        return r
+    return lookup_exception(_KEYS, _VALUES, bitcast(abs32(x)), r)
 
 
 @jitable

@@ -31,17 +31,19 @@ least 2^-57.3 of its spacing from a midpoint (continued fraction of
 
 import numpy as np
 
-from ...primitives.rounding import bitcast, fabs, jitable, mul_rn, negate, sub_rn
+from ...primitives.jit import inline_into_callers
+from ...primitives.rounding import fabs, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_small, erfc_mid
-from .core import abs32, dd_add, neg32, pow2, signbit32
+from .core import abs32, clamp, dd_add, neg32, pow2, signbit32
 from .erf64 import SERIES_LIMIT, erf_series_dd, erf_series_td, erfc_large_dd, erfc_large_td
-from .exception_tables import exception_arrays, finish
+from .exception_tables import decide, exception_arrays, finish_odd
 from .multiword import dd_error, td_add, td_round, ziv_round
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
 ONE = F64(1.0)
 HALF_F32 = np.float32(0.5)
+ONE_F32 = np.float32(1.0)
 SATURATE_F32 = np.float32(4.0)
 
 # BEGIN GENERATED EXCEPTIONS (python -m softrep.algorithms.math.exception_tables scan erf): (bits of |x|, bits of erf|x|)
@@ -169,23 +171,40 @@ _KEYS, _VALUES = exception_arrays(ERF_EXCEPTIONS)
 
 @jitable
 def erf_approx(a):
-    """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-49.7."""
-    if a <= HALF_F32:
-        return erf_small(a)
-    if a > SATURATE_F32:
-        return ONE
-    return sub_rn(ONE, erfc_mid(a))
+    """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-49.7.
+
+    Branch-free, so that the vectorised fast loop can use it: both pieces are
+    evaluated and one is selected.  erfc_mid gets its argument clamped into
+    [1/2, 4] (NaN to 1), which changes nothing where it is selected and
+    keeps its table row in bounds where it is not; erf_small reads no table
+    and takes a itself.  (NaN goes to 1, not to the bound 1/2: "a, or 1/2 where
+    a < 1/2 or NaN" is a float max, which NVVM emits as max.f32 and the PTX
+    audit rejects.)"""
+    inline_into_callers()
+    mid = ONE_F32 if a != a else clamp(a, HALF_F32, SATURATE_F32)
+    r = sub_rn(ONE, erfc_mid(mid))
+    r = ONE if a > SATURATE_F32 else r
+    return erf_small(a) if a <= HALF_F32 else r
+
+
+@jitable
+def erf_fast(x):
+    """(erf(x) correctly rounded, True), or (the float32 nearest the double
+    approximation, with x's sign; False) where the rounding test cannot decide.
+    Branch-free: vectorises in the CPU's decided-first loop."""
+    inline_into_callers()
+    nan = x != x
+    r, ok = decide(erf_approx(abs32(x)))
+    r = neg32(r) if signbit32(x) else r
+    return (x if nan else r), ok or nan
 
 
 @jitable
 def erf_f32(x):
-    if x != x:
-        return x
-    a = abs32(x)
-    r = finish(erf_approx(a), _KEYS, _VALUES, bitcast(a))
-    if signbit32(x):
-        return neg32(r)
-    return r
+    r, ok = erf_fast(x)
+    if ok:
+        return r
+    return finish_odd(x, r, _KEYS, _VALUES)
 
 
 # --------------------------------------------------------------------------- float64

@@ -15,15 +15,16 @@
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import jitable, mul_rn, negate, sub_rn
 from .core import exp_core
-from .exception_tables import coefficient_array, horner, horner_row
+from .exception_tables import coefficient_columns, coefficient_tuple, horner, horner_columns
 from .coefficients import ERF_SMALL, ERFCX_PIECES
 
 F64 = np.float64
 ZERO = F64(0.0)
-ERF_COEFFS = coefficient_array(ERF_SMALL)
-ERFCX = np.array(ERFCX_PIECES, dtype=np.float64)
+ERF_COEFFS = coefficient_tuple(ERF_SMALL)
+ERFCX = coefficient_columns(ERFCX_PIECES)
 PIECE_START = F64(0.5)
 PIECES_PER_UNIT = F64(4.0)
 MID_FIRST = F64(0.625)
@@ -41,12 +42,13 @@ def erf_small(a):
 @jitable
 def erfc_mid(a):
     """erfc(a) for a float32 1/2 < a <= 10.25, relative error < 2^-49.9."""
+    inline_into_callers()
     ad = F64(a)
     j = np.int64(mul_rn(sub_rn(ad, PIECE_START), PIECES_PER_UNIT))
     if j > 38:
         j = 38
     d = sub_rn(ad, mul_rn(F64(j), PIECE_WIDTH))
     d = sub_rn(d, MID_FIRST)
-    r = horner_row(ERFCX, j, d)
+    r = horner_columns(ERFCX, j, d)
     e = exp_core(negate(mul_rn(ad, ad)), ZERO)
     return mul_rn(e, r)

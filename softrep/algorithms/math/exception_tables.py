@@ -31,6 +31,7 @@ pattern of |x| and the sign is applied afterwards.
 import numpy as np
 
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn
+from .core import abs32, neg32, signbit32
 
 F64 = np.float64
 U32 = np.uint32
@@ -73,6 +74,23 @@ def finish(y, keys, values, key):
         return r
     return lookup_exception(keys, values, key, r)
 
+@jitable
+def decide(y):
+    """(float32 nearest y, True) if the window of `finish` around y rounds to
+    one float32, else (float32 nearest y, False): `finish` without the table,
+    for the branch-free fast paths (the table search is a loop)."""
+    return round_if_within(y, WINDOW_LO, WINDOW_HI)
+
+@jitable
+def finish_odd(x, r, keys, values):
+    """The result of an odd function at x where its fast path did not decide:
+    the table entry of |x| with the sign of x.  r is the fast path's result,
+    the float32 nearest y with the sign of x; without a table entry (never:
+    the table lists every undecided input) it is returned, as `finish` would."""
+    negative = signbit32(x)
+    r = lookup_exception(keys, values, bitcast(abs32(x)), neg32(r) if negative else r)
+    return neg32(r) if negative else r
+
 def exception_arrays(pairs):
     """Sorted key and value arrays for `lookup_exception`; a NaN key (never
     looked up: NaN arguments return before) keeps the arrays non-empty."""
@@ -83,26 +101,40 @@ def exception_arrays(pairs):
 
 @jitable
 def horner(coeffs, u):
-    """sum coeffs[i] u^i by Horner's rule with fma (coeffs: 1-d float64 array, lowest first)."""
-    n = coeffs.size
+    """sum coeffs[i] u^i by Horner's rule with fma (coeffs lowest first: a
+    tuple of float64, see `coefficient_tuple`, or a 1-d float64 array)."""
+    n = len(coeffs)
     p = coeffs[n - 1]
     for i in range(n - 2, -1, -1):
         p = fma_rn(p, u, coeffs[i])
     return p
 
 @jitable
-def horner_row(table, row, u):
-    """sum table[row, i] u^i by Horner's rule with fma."""
-    n = table.shape[1]
-    p = table[row, n - 1]
+def horner_columns(columns, row, u):
+    """sum columns[i][row] u^i by Horner's rule with fma (`coefficient_columns`)."""
+    n = len(columns)
+    p = columns[n - 1][row]
     for i in range(n - 2, -1, -1):
-        p = fma_rn(p, u, table[row, i])
+        p = fma_rn(p, u, columns[i][row])
     return p
 
 def coefficient_array(values):
     return np.array(values, dtype=np.float64)
 
+def coefficient_tuple(values):
+    """The coefficients of one polynomial for `horner`.  A tuple's length is
+    known when the kernel compiles, so LLVM unrolls the Horner loop, which
+    lets the decided-first loops (softrep/cpu/launch.py) vectorise around it;
+    over an array the loop stays a loop and nothing vectorises."""
+    return tuple(F64(v) for v in values)
 
+def coefficient_columns(rows):
+    """A table of polynomials (one row each, lowest coefficient first) as a
+    tuple of columns for `horner_columns`: the tuple's length (the degree) is
+    known when the kernel compiles, so the Horner loop unrolls, and a
+    vectorised loop reads column i of each lane's row with one gather."""
+    table = np.array(rows, dtype=np.float64)
+    return tuple(np.ascontiguousarray(table[:, i]) for i in range(table.shape[1]))
 
 # --------------------------------------------------------------------------- exact decisions
 # For rsqrt, cbrt and hypot the rounding test's failure is settled exactly: the

@@ -12,9 +12,10 @@ rounded safely, with its MPFR value).
 
 import numpy as np
 
-from ...primitives.rounding import bitcast, jitable, negate
+from ...primitives.jit import inline_into_callers
+from ...primitives.rounding import jitable, negate
 from .core import abs32, neg32, signbit32
-from .exception_tables import exception_arrays, finish
+from .exception_tables import decide, exception_arrays, finish_odd
 from .trig_reduction import cos_halfpi, reduce_quadrant, sin_halfpi
 from .trig64 import SIN, trig_f64, trig_fast64_cody_waite
 
@@ -139,25 +140,33 @@ _KEYS, _VALUES = exception_arrays(SIN_EXCEPTIONS)
 
 @jitable
 def sin_approx(a):
-    """sin(a) in double for a finite float32 a >= 0, relative error < 2^-50.1."""
+    """sin(a) in double for a finite float32 a >= 0, relative error < 2^-50.1.
+    Branch-free (both polynomials are evaluated and one selected: the same
+    value as a branch); inf and NaN give some finite value."""
+    inline_into_callers()
     q, t = reduce_quadrant(a)
-    if q & 1 == 0:
-        s = sin_halfpi(t)
-    else:
-        s = cos_halfpi(t)
-    if q >= 2:
-        s = negate(s)
-    return s
+    s = sin_halfpi(t)
+    c = cos_halfpi(t)
+    s = c if q & 1 else s
+    return negate(s) if q >= 2 else s
+
+@jitable
+def sin_fast(x):
+    """(sin(x) correctly rounded, True), or (the float32 nearest the double
+    approximation, with x's sign; False) where the rounding test cannot decide.
+    Branch-free: vectorises in the CPU's decided-first loop."""
+    inline_into_callers()
+    special = x != x or abs32(x) == INF32
+    r, ok = decide(sin_approx(abs32(x)))
+    r = neg32(r) if signbit32(x) else r
+    return (NAN32 if special else r), ok or special
 
 @jitable
 def sin_f32(x):
-    a = abs32(x)
-    if x != x or a == INF32:
-        return NAN32
-    r = finish(sin_approx(a), _KEYS, _VALUES, bitcast(a))
-    if signbit32(x):
-        return neg32(r)
-    return r
+    r, ok = sin_fast(x)
+    if ok:
+        return r
+    return finish_odd(x, r, _KEYS, _VALUES)
 
 
 @jitable

@@ -41,15 +41,17 @@ tightest; the exhaustive verifier confirms every input).
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, jitable, mul_rn, negate
-from .exception_tables import coefficient_array, horner
+from .exception_tables import coefficient_tuple, horner
 from .coefficients import COS_HALFPI, SIN_HALFPI, TWO_OVER_PI, TWO_OVER_PI_LIMBS
 
 F64 = np.float64
 TWO_OVER_PI_D = F64(TWO_OVER_PI)
-SIN_COEFFS = coefficient_array(SIN_HALFPI)
-COS_COEFFS = coefficient_array(COS_HALFPI)
-LIMBS = np.array(TWO_OVER_PI_LIMBS, dtype=np.uint64)
+SIN_COEFFS = coefficient_tuple(SIN_HALFPI)
+COS_COEFFS = coefficient_tuple(COS_HALFPI)
+LIMBS = np.array(TWO_OVER_PI_LIMBS, dtype=np.uint32)  # rows: e = -24 .. 104
+_LAST_ROW = LIMBS.shape[0] - 1
 
 HALF_F32 = np.float32(0.5)
 _M32 = np.uint64(0xFFFFFFFF)
@@ -68,39 +70,52 @@ _P2M128 = F64(2.0**-128)
 @jitable
 def reduce_quadrant(a):
     """(q, t) with a * 2/pi = 4n + q + t, q in 0..3, |t| <= 1/2, for a finite
-    float32 a >= 0; t a double with relative error < 2^-51.4 (module docstring)."""
-    if a < HALF_F32:
-        return 0, mul_rn(F64(a), TWO_OVER_PI_D)
+    float32 a >= 0; t a double with relative error < 2^-51.4 (module docstring).
+    Any other a (inf, NaN) gives some finite (q, t) without touching memory
+    outside the table.
+
+    Branch-free, so that the vectorised fast loops of sin and cos can use it:
+    both the a < 1/2 shortcut and the integer reduction are computed and one is
+    selected, and the negative fraction is formed from every limb and selected.
+    The integer steps are exact and the selections pick the values a branch
+    would compute, so (q, t) is the same either way."""
+    inline_into_callers()
     u = bitcast(a)
+    # The row of a's exponent, clamped into the table: a < 1/2 (whose row would
+    # be negative) takes the shortcut below, inf and NaN are never used.
     row = np.int64(u >> np.uint32(23)) - _ROW_BIAS
+    row = np.uint64(0 if row < 0 else (_LAST_ROW if row > _LAST_ROW else row))
     m = np.uint64((u & _MANT) | _HIDDEN)
-    p = m * LIMBS[row, 0]
+    # 24-bit m times 32-bit limbs: both widened from 32 bits, so the vector
+    # code multiplies 32 x 32 -> 64 bits (vpmuludq) instead of 64 x 64.
+    p = m * np.uint64(LIMBS[row, 0])
     l0 = p & _M32
-    p = m * LIMBS[row, 1] + (p >> _S32)
+    p = m * np.uint64(LIMBS[row, 1]) + (p >> _S32)
     l1 = p & _M32
-    p = m * LIMBS[row, 2] + (p >> _S32)
+    p = m * np.uint64(LIMBS[row, 2]) + (p >> _S32)
     l2 = p & _M32
-    p = m * LIMBS[row, 3] + (p >> _S32)
+    p = m * np.uint64(LIMBS[row, 3]) + (p >> _S32)
     l3 = p & _M32
-    p = m * LIMBS[row, 4] + (p >> _S32)
+    p = m * np.uint64(LIMBS[row, 4]) + (p >> _S32)
     q = np.int64(p & _THREE)
     negative = l3 >= _HALF_LIMB
-    if negative:
-        # 2^128 - (l3 l2 l1 l0): complement every limb, add one with carries
-        q = (q + 1) & 3
-        l0 = (l0 ^ _M32) + _ONE
-        l1 = (l1 ^ _M32) + (l0 >> _S32)
-        l2 = (l2 ^ _M32) + (l1 >> _S32)
-        l3 = (l3 ^ _M32) + (l2 >> _S32)
-        l0 = l0 & _M32
-        l1 = l1 & _M32
-        l2 = l2 & _M32
-        l3 = l3 & _M32
+    # 2^128 - (l3 l2 l1 l0): complement every limb, add one with carries
+    c0 = (l0 ^ _M32) + _ONE
+    c1 = (l1 ^ _M32) + (c0 >> _S32)
+    c2 = (l2 ^ _M32) + (c1 >> _S32)
+    c3 = (l3 ^ _M32) + (c2 >> _S32)
+    q = (q + 1) & 3 if negative else q
+    l0 = c0 & _M32 if negative else l0
+    l1 = c1 & _M32 if negative else l1
+    l2 = c2 & _M32 if negative else l2
+    l3 = c3 & _M32 if negative else l3
     t = add_rn(mul_rn(F64(l0), _P2M128), mul_rn(F64(l1), _P2M96))
     t = add_rn(t, mul_rn(F64(l2), _P2M64))
     t = add_rn(t, mul_rn(F64(l3), _P2M32))
-    if negative:
-        t = negate(t)
+    t = negate(t) if negative else t
+    small = a < HALF_F32
+    q = 0 if small else q
+    t = mul_rn(F64(a), TWO_OVER_PI_D) if small else t
     return q, t
 
 @jitable
