@@ -1,7 +1,7 @@
 """Training-step time: the demo's LeNet and a small transformer encoder, and
 softrep's DistributedDataParallel against torch's on gloo.
 
-    python benchmarks/bench_distributed.py [--repeat 5] [--ddp]
+    python benchmarks/bench_distributed.py [--repeat 5] [--ddp] [--order-cost]
 
 Prints the best and median step time (forward, backward, Adam) after two
 untimed steps.  Run it on two source trees (PYTHONPATH) in one sitting to
@@ -9,6 +9,14 @@ compare orders; with --ddp it also times 2 gloo ranks on localhost, softrep's
 wrapper against torch.nn.parallel.DistributedDataParallel on the same
 softrep model (torch's all-reduce does not give softrep's bits; this is the
 time only).
+
+--order-cost isolates what the batch order costs inside one source tree: for
+the weight and bias gradient of every linear layer of the encoder (its
+shapes at batch 64 x 32 tokens), the batch-order gradient (softrep.linear's
+backward) against the single chain over all rows (softrep.mm of the
+transposed gradient and the input, softrep.sum over the rows), median of
+`--repeat` runs each; it prints the step time with the chain estimated as
+the step minus the difference.
 """
 
 import argparse
@@ -80,15 +88,61 @@ def _rank(rank, path, repeat, out):
     dist.destroy_process_group()
 
 
+# (out_features, in_features) of the encoder's linear layers: the packed
+# attention projection, the attention output, the two feed-forward layers, the head
+ENCODER_LINEARS = ((192, 64), (64, 64), (128, 64), (64, 128), (64, 64))
+
+
+def _median_time(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def order_cost(repeat, batch=64, tokens=32):
+    """(time of the batch-order gradients, time of the chain gradients) summed
+    over ENCODER_LINEARS, in seconds."""
+    g = softrep.Generator(7)
+    tree = chain = 0.0
+    for out_f, in_f in ENCODER_LINEARS:
+        x = softrep.rand(batch, tokens, in_f, generator=g)
+        grad = softrep.rand(batch, tokens, out_f, generator=g)
+        w = softrep.rand(out_f, in_f, generator=g).requires_grad_()
+        b = softrep.rand(out_f, generator=g).requires_grad_()
+
+        def batch_order():
+            w.grad = b.grad = None
+            softrep.linear(x, w, b).backward(grad)
+
+        def one_chain():
+            rows = grad.reshape(-1, out_f)
+            softrep.mm(rows.t(), x.reshape(-1, in_f))
+            softrep.sum(rows, 0)
+
+        tree += _median_time(batch_order, repeat)
+        chain += _median_time(one_chain, repeat)
+    return tree, chain
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ddp", action="store_true")
+    parser.add_argument("--order-cost", action="store_true")
     args = parser.parse_args()
     for kind, make in (("lenet, batch 64", lenet), ("encoder, batch 64 x 32 tokens", Encoder)):
         x, y = data("lenet" if kind.startswith("lenet") else "encoder")
         best, median = step_times(make(), x, y, args.repeat)
         print(f"{kind:32} best {best * 1e3:8.1f} ms   median {median * 1e3:8.1f} ms")
+        if args.order_cost and not kind.startswith("lenet"):
+            tree, chain = order_cost(args.repeat)
+            print(f"  weight/bias gradients: batch order {tree * 1e3:.1f} ms, one chain {chain * 1e3:.1f} ms; "
+                  f"step with the chain ~{(median - tree + chain) * 1e3:.1f} ms, "
+                  f"order cost {median / (median - tree + chain):.2f}x")
     if args.ddp:
         import torch.multiprocessing as mp
 
