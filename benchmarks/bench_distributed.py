@@ -11,10 +11,10 @@ softrep model (torch's all-reduce does not give softrep's bits; this is the
 time only).
 
 --order-cost isolates what the batch order costs inside one source tree: for
-the weight and bias gradient of every linear layer of the encoder (its
-shapes at batch 64 x 32 tokens), the batch-order gradient (softrep.linear's
-backward) against the single chain over all rows (softrep.mm of the
-transposed gradient and the input, softrep.sum over the rows), median of
+the weight and bias gradient of every linear and conv layer of both models
+(at their shapes), the batch-order gradient (the layer's backward) against
+the same products as one chain over all rows (softrep.mm of the transposed
+gradient and the input or its im2col, softrep.sum over the rows), median of
 `--repeat` runs each; it prints the step time with the chain estimated as
 the step minus the difference.
 """
@@ -91,6 +91,10 @@ def _rank(rank, path, repeat, out):
 # (out_features, in_features) of the encoder's linear layers: the packed
 # attention projection, the attention output, the two feed-forward layers, the head
 ENCODER_LINEARS = ((192, 64), (64, 64), (128, 64), (64, 128), (64, 64))
+# LeNet's (demo) layers: conv (c_out, c_in, input size) with 3x3 kernels and
+# padding 1, then linear (out_features, in_features)
+LENET_CONVS = ((8, 1, 8), (16, 8, 4))
+LENET_LINEARS = ((64, 64), (10, 64))
 
 
 def _median_time(fn, repeat):
@@ -103,29 +107,57 @@ def _median_time(fn, repeat):
     return statistics.median(times)
 
 
-def order_cost(repeat, batch=64, tokens=32):
-    """(time of the batch-order gradients, time of the chain gradients) summed
-    over ENCODER_LINEARS, in seconds."""
+def _linear_cost(out_f, in_f, rows_shape, g, repeat):
+    x = softrep.rand(*rows_shape, in_f, generator=g)
+    grad = softrep.rand(*rows_shape, out_f, generator=g)
+    w = softrep.rand(out_f, in_f, generator=g).requires_grad_()
+    b = softrep.rand(out_f, generator=g).requires_grad_()
+
+    def batch_order():
+        w.grad = b.grad = None
+        softrep.linear(x, w, b).backward(grad)
+
+    def one_chain():
+        rows = grad.reshape(-1, out_f)
+        softrep.mm(rows.t(), x.reshape(-1, in_f))
+        softrep.sum(rows, 0)
+
+    return _median_time(batch_order, repeat), _median_time(one_chain, repeat)
+
+
+def _conv_cost(c_out, c_in, size, batch, g, repeat):
+    x = softrep.rand(batch, c_in, size, size, generator=g)
+    w = softrep.rand(c_out, c_in, 3, 3, generator=g).requires_grad_()
+    b = softrep.rand(c_out, generator=g).requires_grad_()
+    y = softrep.conv2d(x, w, b, padding=1)
+    grad = softrep.rand(*y.shape, generator=g)
+
+    def batch_order():
+        w.grad = b.grad = None
+        y.backward(grad, retain_graph=True)
+
+    def one_chain():
+        # the same products as one chain over all (sample, pixel) rows
+        cols = torch.nn.functional.unfold(x, 3, padding=1).transpose(1, 2).reshape(-1, c_in * 9)
+        rows = grad.permute(0, 2, 3, 1).reshape(-1, c_out)
+        softrep.mm(rows.t(), cols)
+        softrep.sum(rows, 0)
+
+    return _median_time(batch_order, repeat), _median_time(one_chain, repeat)
+
+
+def order_cost(kind, repeat, batch=64, tokens=32):
+    """(time of the batch-order weight and bias gradients, time of the same
+    gradients as one chain over all rows), summed over the layers of `kind`
+    ("lenet" or "encoder"), in seconds."""
     g = softrep.Generator(7)
-    tree = chain = 0.0
-    for out_f, in_f in ENCODER_LINEARS:
-        x = softrep.rand(batch, tokens, in_f, generator=g)
-        grad = softrep.rand(batch, tokens, out_f, generator=g)
-        w = softrep.rand(out_f, in_f, generator=g).requires_grad_()
-        b = softrep.rand(out_f, generator=g).requires_grad_()
-
-        def batch_order():
-            w.grad = b.grad = None
-            softrep.linear(x, w, b).backward(grad)
-
-        def one_chain():
-            rows = grad.reshape(-1, out_f)
-            softrep.mm(rows.t(), x.reshape(-1, in_f))
-            softrep.sum(rows, 0)
-
-        tree += _median_time(batch_order, repeat)
-        chain += _median_time(one_chain, repeat)
-    return tree, chain
+    costs = []
+    if kind == "lenet":
+        costs += [_conv_cost(c_out, c_in, size, batch, g, repeat) for c_out, c_in, size in LENET_CONVS]
+        costs += [_linear_cost(o, i, (batch,), g, repeat) for o, i in LENET_LINEARS]
+    else:
+        costs += [_linear_cost(o, i, (batch, tokens), g, repeat) for o, i in ENCODER_LINEARS]
+    return sum(t for t, _ in costs), sum(c for _, c in costs)
 
 
 def main():
@@ -138,8 +170,8 @@ def main():
         x, y = data("lenet" if kind.startswith("lenet") else "encoder")
         best, median = step_times(make(), x, y, args.repeat)
         print(f"{kind:32} best {best * 1e3:8.1f} ms   median {median * 1e3:8.1f} ms")
-        if args.order_cost and not kind.startswith("lenet"):
-            tree, chain = order_cost(args.repeat)
+        if args.order_cost:
+            tree, chain = order_cost("lenet" if kind.startswith("lenet") else "encoder", args.repeat)
             print(f"  weight/bias gradients: batch order {tree * 1e3:.1f} ms, one chain {chain * 1e3:.1f} ms; "
                   f"step with the chain ~{(median - tree + chain) * 1e3:.1f} ms, "
                   f"order cost {median / (median - tree + chain):.2f}x")

@@ -41,7 +41,7 @@ def test_kernels_missed_by_the_old_registration_are_registered():
     assert kernels["elementwise.exp_kernel.decided_first64"].signatures() == ((F64, F64),)
     assert kernels["elementwise.exp_kernel.decided_first"].signatures() == ((F32, F32),)
     assert cuda_launch.KERNELS["elementwise.exp_kernel"].signatures() == ((F32, F32), (F64, F64))
-    assert cuda_launch.KERNELS["elementwise.pow_kernel"].signatures() == ((F32,) * 3,)
+    assert cuda_launch.KERNELS["elementwise.pow_kernel"].signatures() == ((F32,) * 3, (F64,) * 3)
 
 
 def test_launchers_carry_their_registered_kernels():

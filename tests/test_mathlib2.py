@@ -343,8 +343,8 @@ def test_api_inputs_untouched_noncontiguous_and_errors(backend):
     assert torch.equal(x, before)
     assert softrep.atan(torch.empty(0)).shape == (0,)
     assert torch.equal(softrep.hypot(x, 2.0), softrep.hypot(x, torch.full_like(x, 2.0)))
-    with pytest.raises(TypeError, match="float64"):
-        softrep.erf(x.double())
+    with pytest.raises(TypeError, match="argument 'input' has dtype torch.int32"):
+        softrep.erf(x.to(torch.int32))
     with pytest.raises(TypeError, match="exponent"):
         softrep.pow(x, torch.ones(1, dtype=torch.float64))
 
