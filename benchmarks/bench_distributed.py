@@ -112,10 +112,11 @@ def _linear_cost(out_f, in_f, rows_shape, g, repeat):
     grad = softrep.rand(*rows_shape, out_f, generator=g)
     w = softrep.rand(out_f, in_f, generator=g).requires_grad_()
     b = softrep.rand(out_f, generator=g).requires_grad_()
+    y = softrep.linear(x, w, b)
 
     def batch_order():
         w.grad = b.grad = None
-        softrep.linear(x, w, b).backward(grad)
+        y.backward(grad, retain_graph=True)
 
     def one_chain():
         rows = grad.reshape(-1, out_f)
