@@ -99,15 +99,21 @@ assert PIECES_PER_BINADE == 16
 
 
 @jitable
+def _series_argument(a):
+    """(a', e, vh, vl) for 0 < a < 1/4: a = a' 2^e and vh + vl = a'^2 exactly.
+    Below TINY, a is scaled up by TINY_SCALE (exactly) so that the result is
+    rounded once even where it is subnormal, and the square, below 2^-160
+    relative to 1, is left out of P (vh = vl = 0)."""
+    if a < TINY:
+        return mul_rn(a, TINY_SCALE), TINY_EXPONENT, ZERO, ZERO
+    vh, vl = two_prod(a, a)
+    return a, np.int64(0), vh, vl
+
+
+@jitable
 def erf_series_dd(a):
     """(h, l, e): erf a = (h + l) 2^e for 0 < a < 1/4, relative error < 2^-103."""
-    e = np.int64(0)
-    if a < TINY:
-        a = mul_rn(a, TINY_SCALE)
-        e = TINY_EXPONENT
-        vh, vl = ZERO, ZERO
-    else:
-        vh, vl = two_prod(a, a)
+    a, e, vh, vl = _series_argument(a)
     p = ERF_SERIES_TD[SERIES_TERMS_DD - 1, 0]
     for n in range(SERIES_TERMS_DD - 2, SERIES_SPLIT - 1, -1):
         p = fma_rn(p, vh, ERF_SERIES_TD[n, 0])
@@ -123,13 +129,7 @@ def erf_series_dd(a):
 @jitable
 def erf_series_td(a):
     """(h, m, l, e): erf a = (h + m + l) 2^e for 0 < a < 1/4, relative error < 2^-149.5."""
-    e = np.int64(0)
-    if a < TINY:
-        a = mul_rn(a, TINY_SCALE)
-        e = TINY_EXPONENT
-        vh, vl = ZERO, ZERO
-    else:
-        vh, vl = two_prod(a, a)
+    a, e, vh, vl = _series_argument(a)
     ph = ERF_SERIES_TD[SERIES_TERMS_TD - 1, 0]
     pm = ERF_SERIES_TD[SERIES_TERMS_TD - 1, 1]
     pl = ERF_SERIES_TD[SERIES_TERMS_TD - 1, 2]
