@@ -91,6 +91,13 @@ def light_dtype(tensors):
     return dtype
 
 
+def unrecorded():
+    """Whether nothing records autograd here: grad mode off and no torch.func
+    transform active.  Fused kernels that skip the autograd Functions of the
+    separate ops (their results have no graph) may run only then."""
+    return not torch.is_grad_enabled() and not _transforms_active()
+
+
 def call(function, *args):
     """`function.apply(*args)` for an autograd Function written in torch.func's
     form (forward without ctx, setup_context), or its forward directly when

@@ -11,8 +11,6 @@ per-channel operands to the input's shape.  Callers that need a graph
 
 import math
 
-import torch
-
 from . import backend
 from .summation import sum_rows
 from ..cpu import normalization as cpu_normalization
@@ -23,7 +21,7 @@ def fusable():
     """Whether the fused passes may replace the separate ops here: no graph is
     being recorded and no torch.func transform is active (their tensors need
     the ops' autograd Functions)."""
-    return not torch.is_grad_enabled() and not torch._C._are_functorch_transforms_active()
+    return backend.unrecorded()
 
 
 def _rows(x):

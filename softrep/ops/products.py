@@ -112,7 +112,7 @@ def streams_tree(*tensors):
     tensors, no graph to record (the nodes are not differentiable; with
     create_graph the materialised form keeps the gradient of the gradient) and
     no torch.func transform.  Both forms give the same bits."""
-    if torch.is_grad_enabled() or torch._C._are_functorch_transforms_active():
+    if not backend.unrecorded():
         return False
     dtype = tensors[0].dtype
     return dtype in (torch.float32, torch.float64) and all(
