@@ -179,7 +179,10 @@ def micro_kernel(dtype, mr, nr, strided=False):
 #
 # A stack here is flat: slot d holds `lanes` independent outputs at
 # stack[d*ld : d*ld + lanes] (the CPU keeps a register block's row panel per
-# slot, a CUDA thread one output with ld = lanes = 1).
+# slot, a CUDA thread one output with ld = lanes = 1).  The offsets are
+# unsigned, as in the micro-kernels: with signed ones Numba checks every index
+# for negative wraparound, which keeps LLVM from turning the lanes' add_rn into
+# vector adds (each lane is still its own IEEE add, in the same order).
 #
 # NaNs: the materialised form makes each chain's result canonical, and each
 # add_rn's result; here only the finished node is.  Both give the same bits:
@@ -204,9 +207,9 @@ def tree_carry(stack, ld, count, lanes):
     c = count
     while c & 1:
         depth -= 1
-        lo = depth * ld
-        hi = lo + ld
-        for lane in range(lanes):
+        lo = np.uint64(depth) * np.uint64(ld)
+        hi = lo + np.uint64(ld)
+        for lane in range(np.uint64(lanes)):
             stack[lo + lane] = add_rn(stack[lo + lane], stack[hi + lane])
         c >>= 1
     return count + 1
@@ -219,9 +222,9 @@ def tree_finish(stack, ld, count, lanes):
     made canonical."""
     depth = popcount(count)
     for d in range(depth - 2, -1, -1):
-        lo = d * ld
-        hi = lo + ld
-        for lane in range(lanes):
+        lo = np.uint64(d) * np.uint64(ld)
+        hi = lo + np.uint64(ld)
+        for lane in range(np.uint64(lanes)):
             stack[lo + lane] = add_rn(stack[lo + lane], stack[hi + lane])
     for lane in range(lanes):
         stack[lane] = canonical(stack[lane])
