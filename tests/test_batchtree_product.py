@@ -166,3 +166,64 @@ def test_simulator_tree_product_is_the_materialised_tree(dtype):
         got = products.tree_product(at, b, [(first, count) for _, _, first, count in ranges])
         for (_, _, value), node in zip(want, got):
             assert_same_bits(node[0], value)
+
+
+# --------------------------------------------------------------------------- rows: one launch per slice
+
+ROW_CASES = [(1, 3), (2, 5), (7, 600), (13, 1030), (37, 1), (64, 64), (5, 0)]  # samples, elements per partial
+
+
+def row_partials(seed, samples, width, dtype):
+    g = torch.Generator().manual_seed(seed)
+    p = torch.randn(samples, width, generator=g, dtype=dtype) * torch.exp(
+        3 * torch.randn(samples, width, generator=g, dtype=dtype))
+    if samples > 3 and width > 2:
+        p[1, 0], p[2, 0] = float("inf"), float("-inf")  # inf - inf in a tree node
+        p[3, 2] = float("nan")
+        p[0, 1] = -0.0
+    return p
+
+
+def level_by_level(p, start, total):
+    """slice_nodes as autograd sees it: softrep adds, one launch per level."""
+    nodes = batchtree.slice_nodes(p.clone().requires_grad_(), start, total)
+    return [(level, j, value.detach()) for level, j, value in nodes]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("samples,width", ROW_CASES)
+def test_tree_nodes_are_the_level_by_level_tree(samples, width, dtype):
+    p = row_partials(samples * 10 + width, samples, width, dtype)
+    for start, total in [(0, samples), (3, samples + 5), (samples % 4, samples + 11)]:
+        want = level_by_level(p, start, total)
+        got = batchtree.slice_nodes(p, start, total)  # nothing to record: one launch
+        assert [(level, j) for level, j, _ in got] == [(level, j) for level, j, _ in want]
+        for (_, _, value), (_, _, expected) in zip(got, want):
+            assert_same_bits(value, expected)
+
+
+def test_tree_nodes_keep_a_single_row_as_it_is():
+    nan = torch.tensor([0x7FC00001], dtype=torch.int32).view(torch.float32)  # a NaN that is not canonical
+    p = torch.cat([nan, torch.tensor([1.0, 2.0])]).reshape(3, 1)
+    got = batchtree.slice_nodes(p, 1, 4)  # nodes (0, 1), then (1, 1) over positions 2 and 3
+    assert [(level, j) for level, j, _ in got] == [(0, 1), (1, 1)]
+    assert_same_bits(got[0][2], p[0])
+    assert_same_bits(got[1][2], torch.tensor([3.0]))
+
+
+def test_tree_nodes_shapes_of_partials():
+    p = row_partials(3, 6, 12, torch.float32).reshape(6, 3, 4)
+    assert_same_bits(batchtree.tree_sum(p), level_by_level(p, 0, 6)[0][2])
+    q = p[:, 0, 0]  # 1-D partials: one number per sample
+    assert_same_bits(batchtree.tree_sum(q), level_by_level(q.contiguous(), 0, 6)[0][2])
+
+
+@pytest.mark.simulator
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_simulator_tree_nodes_are_the_level_by_level_tree(dtype):
+    p = row_partials(11, 7, 5, dtype)
+    for start, total in [(0, 7), (3, 12)]:
+        want = level_by_level(p, start, total)
+        got = batchtree.slice_nodes(p, start, total)
+        for (_, _, value), (_, _, expected) in zip(got, want):
+            assert_same_bits(value, expected)

@@ -29,6 +29,10 @@ lanes of one float32x8 vector, each row's tree right after its partials
 Neither the split into work items nor the thread count enters any addition:
 every partial and every tree node is a fixed function of n.
 
+`tree_nodes` adds rows (the per-sample partials of a batch reduction) along
+the batch tree of docs/order.md, one work item per (tree node, chunk of
+columns), the columns in the vector lanes.
+
 Max/min/argmax compare with a total order and break ties by index, so their
 results do not depend on how the work is split; they use the same two passes
 (chunk winners, then the winner of the chunks, both in increasing index
@@ -44,6 +48,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.arrayobj import populate_array
 
+from ..algorithms.products import tree_carry, tree_finish, tree_slot
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
                                     improves, order_key, extreme_scan, sum_from_partials)
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
@@ -404,6 +409,57 @@ def blocked_sum(sums):
 
 sum_values = blocked_sum(VALUES)
 sum_centered_squares = blocked_sum(CENTERED_SQUARES)
+
+
+# ------------------------------------------------------------------ the batch tree over rows
+#
+# The batch order's sum of per-sample partials (docs/order.md, "The batch
+# order"): for each requested tree node, the rows first .. first + count - 1
+# of x added along the batch tree, every column on its own.  One work item per
+# (node, chunk of TREE_CHUNK columns) keeps a stack of tree nodes for its
+# columns and merges each row into it as it comes (`tree_slot`, `tree_carry`,
+# `tree_finish` of softrep.algorithms.products, the same steps as the
+# weight gradients' `tree_product`), so the columns are the vector lanes and a
+# node is one launch, however many levels it has.
+
+TREE_CHUNK = 512  # columns per work item of `tree_nodes`
+
+
+@kernel("reduce.tree_nodes", *[(_a(t, 2), _a(t, 1), _a(_I, 1), _a(_I, 1), _I, _I) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def _tree_nodes(out, x, first, counts, width, slots):
+    # x: flat (S, width) C order; out (nodes, width).
+    nodes = out.shape[0]
+    chunks = (width + TREE_CHUNK - 1) // TREE_CHUNK
+    ld = np.uint64(TREE_CHUNK)
+    for t in prange(nodes * chunks):
+        node = t // chunks
+        c0 = (t % chunks) * TREE_CHUNK
+        lanes = min(TREE_CHUNK, width - c0)
+        stack = np.empty(slots * TREE_CHUNK, x.dtype)
+        count = 0
+        for s in range(first[node], first[node] + counts[node]):
+            row = np.uint64(s) * np.uint64(width) + np.uint64(c0)
+            slot = np.uint64(tree_slot(count)) * ld
+            for lane in range(np.uint64(lanes)):
+                stack[slot + lane] = x[row + lane]
+            count = tree_carry(stack, TREE_CHUNK, count, lanes)
+        if counts[node] > 1:  # a single row is its own node: passed on as it is
+            tree_finish(stack, TREE_CHUNK, count, lanes)
+        for lane in range(lanes):
+            out[node, c0 + lane] = stack[lane]
+
+
+def tree_nodes(out, x, first, counts):
+    """out (nodes, F) = for each node the batch tree over the rows
+    x[first[node] : first[node] + counts[node]] (counts >= 1) of x (S, F),
+    column by column (softrep.algorithms.products, "per-sample chains into the
+    batch tree"); C-contiguous arrays."""
+    if out.size == 0:
+        return
+    width = out.shape[1]
+    slots = 1 + max(int(counts.max()) - 1, 0).bit_length()
+    _tree_nodes(out, x.reshape(-1), first, counts, width, slots)
 
 
 # ------------------------------------------------------------------ max / min / argmax

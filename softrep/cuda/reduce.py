@@ -25,10 +25,11 @@ not depend on the scan.
 
 import functools
 
-from numba import cuda
+from numba import cuda, types
 
 from ..primitives.jit import SIMULATOR
-from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, GROUP, VALUES, extreme_scan, extreme_value,
+from ..algorithms.products import tree_carry, tree_finish, tree_slot
+from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, GROUP, STACK, VALUES, extreme_scan, extreme_value,
                                     sum_from_partials, tree_inplace, zero_like)
 
 THREADS = 256
@@ -135,12 +136,49 @@ def extreme(stream, values, indices, x, largest):
     _extreme[grid(M) + (stream,)](values, indices, x, largest)
 
 
+@functools.lru_cache(maxsize=None)
+def _tree_nodes_kernel(dtype_name):
+    nbtype = getattr(types, dtype_name)
+
+    def kernel(out, x, first, counts, width):
+        # One work item per (node, column) with its own stack of tree nodes in
+        # local memory: the rows of the node merged into the batch tree as they
+        # come (softrep.algorithms.products), as on the CPU.  Flat arrays:
+        # x[s*width + c], out[node*width + c].
+        stack = cuda.local.array(STACK, nbtype)
+        start, step = cuda.grid(1), cuda.gridsize(1)
+        for t in range(start, out.size, step):
+            c = t % width
+            node = t // width
+            count = 0
+            for s in range(first[node], first[node] + counts[node]):
+                stack[tree_slot(count)] = x[s * width + c]
+                count = tree_carry(stack, 1, count, 1)
+            if counts[node] > 1:  # a single row is its own node: passed on as it is
+                tree_finish(stack, 1, count, 1)
+            out[t] = stack[0]
+
+    return cuda.jit(cache=not SIMULATOR)(kernel), kernel
+
+
+def tree_nodes(stream, out, x, first, counts):
+    """out (nodes, F) = for each node the batch tree over the rows
+    x[first[node] : first[node] + counts[node]] of x (S, F), column by column."""
+    if out.size == 0:
+        return
+    kernel, _ = _tree_nodes_kernel(str(out.dtype))
+    kernel[grid(out.size) + (stream,)](out.reshape(-1), x.reshape(-1), first, counts, out.shape[1])
+
+
 def _register_audit():
     from numba.core import types
 
     from . import audit
 
     for dtype in (types.float32, types.float64):
+        flat, index = types.Array(dtype, 1, "C"), types.Array(types.int64, 1, "C")
+        audit.register(f"reduction.tree_nodes.{dtype}", lambda d=str(dtype), flat=flat, index=index: (
+            _tree_nodes_kernel(d)[1], (flat, flat, index, index, types.int64)))
         mat, vec = types.Array(dtype, 2, "A"), types.Array(dtype, 1, "A")
         for label, sums in (("sum", VALUES), ("centered_squares", CENTERED_SQUARES)):
             audit.register(f"reduction.{label}.partials.{dtype}",

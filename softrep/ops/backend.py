@@ -98,6 +98,14 @@ def unrecorded():
     return not torch.is_grad_enabled() and not _transforms_active()
 
 
+def records(*tensors):
+    """Whether autograd would record an op on these tensors: one of them
+    requires grad in grad mode, or a torch.func transform is active."""
+    if _transforms_active():
+        return True
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
 def call(function, *args):
     """`function.apply(*args)` for an autograd Function written in torch.func's
     form (forward without ctx, setup_context), or its forward directly when

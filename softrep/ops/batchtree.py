@@ -32,8 +32,8 @@ the parameter, and the caller combines them after the last slice.
 
 import torch
 
+from . import backend, summation
 from . import elementwise as E
-from . import summation
 
 # --------------------------------------------------------------------------- the tree
 
@@ -53,8 +53,10 @@ def slice_nodes(partials, start, total):
     `total` samples, from the per-sample partials (n, ...) of that slice.
 
     Returns a list of (level, index, value), value a tensor of partials.shape[1:].
-    The additions are softrep adds on whole levels at a time (one launch per
-    level), so with autograd on the nodes have gradients like any softrep op.
+    When autograd records, the additions are softrep adds on whole levels at a
+    time (one launch per level), so the nodes have gradients like any softrep
+    op; otherwise one launch computes every node (`summation.tree_nodes`, the
+    same additions in the same order).
     """
     n = partials.shape[0]
     stop = start + n
@@ -62,6 +64,10 @@ def slice_nodes(partials, start, total):
         return []
     if not 0 <= start < stop <= total:
         raise ValueError(f"softrep: the slice [{start}, {stop}) is not inside a batch of {total} samples")
+    if _one_launch(partials):
+        ranges = node_ranges(start, n, total)
+        values = summation.tree_nodes(partials, [(first, count) for _, _, first, count in ranges])
+        return [(level, j, value) for (level, j, _, _), value in zip(ranges, values)]
     nodes = []
     level, lo, hi, cur = 0, start, stop, partials
     while True:
@@ -81,6 +87,14 @@ def slice_nodes(partials, start, total):
         if (hi - lo) % 2:  # the last node has no right sibling in the batch: it moves up unchanged
             parents = torch.cat([parents, cur[hi - lo - 1:]]) if pairs else cur[hi - lo - 1:]
         level, lo, hi, cur = level + 1, lo // 2, (hi + 1) // 2, parents
+
+
+def _one_launch(partials):
+    """Whether `slice_nodes` may compute its nodes with `summation.tree_nodes`:
+    nothing to record for autograd, and a plain float32/float64 tensor (other
+    dtypes keep the adds, which round 16-bit partials as the ops do)."""
+    return (type(partials) is torch.Tensor and partials.dtype in (torch.float32, torch.float64)
+            and not backend.records(partials))
 
 
 def combine_nodes(nodes, total, what="the batch"):

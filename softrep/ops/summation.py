@@ -15,6 +15,7 @@ ops use `sum_to_shape` for the gradients of broadcast inputs, and the other
 reductions (softrep/ops/reduction.py) build on both.
 """
 
+import builtins
 import math
 
 import torch
@@ -25,7 +26,7 @@ from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "sum_to_shape", "SumFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
-           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d"]
+           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -93,6 +94,26 @@ def sum_rows(rows, center=None, centered=False):
     cuda_run = cuda_reduce.sum_centered_squares if centered else cuda_reduce.sum_values
     backend.execute(cpu_run, cuda_run, [out], [rows, center.reshape(M)])
     return out
+
+
+def tree_nodes(partials, ranges):
+    """partials (S, *shape) -> (len(ranges), *shape), no autograd: for each
+    (first, count) in `ranges` (count >= 1), the rows first .. first + count - 1
+    of dim 0 added along the batch tree (docs/order.md, "The batch order"),
+    every element of `shape` on its own, in one launch.  These are the bits of
+    `batchtree.slice_nodes`' level-by-level additions; a node of one row is
+    that row unchanged."""
+    samples = partials.shape[0]
+    width = math.prod(partials.shape[1:])
+    out = torch.empty((len(ranges), width), dtype=partials.dtype, device=partials.device)
+    if out.numel():
+        index = dict(dtype=torch.int64, device=partials.device)
+        first = torch.tensor([f for f, _ in ranges], **index)
+        counts = torch.tensor([c for _, c in ranges], **index)
+        rows = partials.detach().contiguous().reshape(samples, width)
+        work = builtins.sum(c for _, c in ranges) * width
+        backend.execute(cpu_reduce.tree_nodes, cuda_reduce.tree_nodes, [out], [rows, first, counts], work=work)
+    return out.reshape(len(ranges), *partials.shape[1:])
 
 
 def sum_raw(x, dims, keepdim):
