@@ -231,3 +231,66 @@ def test_out_aliasing_an_input_and_strided_out():
     expected = softrep.mm(a, a)
     softrep.mm(a, a, out=a)
     assert torch.equal(a, expected)
+
+
+# --------------------------------------------------------------------------- reductions, small mm, Python numbers
+
+
+def _general(fn, *tensors):
+    """fn on the general path: inputs that require grad take the autograd Function."""
+    leaves = [t.clone().requires_grad_() if isinstance(t, torch.Tensor) else t for t in tensors]
+    return fn(*leaves).detach()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape,dim,keepdim", [((10,), None, False), ((), None, False), ((3, 300), 1, True),
+                                               ((4, 5, 6), (1, 2), False), ((2, 129), -1, False),
+                                               ((7, 3), 0, False), ((5, 4), (0, 1), True)])
+@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+def test_small_reductions_take_the_light_path_with_the_general_bits(op, shape, dim, keepdim, dtype):
+    x = _special(max(1, int(np.prod(shape))), dtype, 3).reshape(shape)
+    fn = getattr(softrep, op)
+    kwargs = {"keepdim": keepdim} if dim is None else {"dim": dim, "keepdim": keepdim}
+    got = fn(x, **kwargs)
+    want = _general(lambda t: fn(t, **kwargs), x)
+    assert got.shape == want.shape and torch.equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("m,k,n", [(2, 5, 2), (1, 1, 1), (3, 0, 4), (16, 16, 16), (5, 7, 3), (17, 16, 16)])
+def test_small_mm_takes_the_light_path_with_the_general_bits(m, k, n, dtype):
+    a = _special(max(m * k, 1), dtype, 4)[: m * k].reshape(m, k)
+    b = _special(max(k * n, 1), dtype, 5)[: k * n].reshape(k, n)
+    got = softrep.mm(a, b)
+    want = _general(softrep.mm, a, b)
+    assert got.shape == (m, n) and torch.equal(_bits(got), _bits(want))
+
+
+def test_light_reductions_and_mm_are_the_light_kernels(monkeypatch):
+    """The light kernels do run (the general path would give the same bits, so
+    the tests above alone could not tell)."""
+    calls = []
+    from softrep.cpu import reduce as cpu_reduce
+    for module, name in ((cpu_reduce, "serial_sum"), (cpu_reduce, "serial_extreme"),
+                         (cpu_linalg, "serial_product")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, original=original, name=name: (calls.append(name), original(*a)))
+    softrep.sum(torch.ones(4))
+    softrep.amax(torch.ones(2, 3), 1)
+    softrep.mm(torch.ones(2, 2), torch.ones(2, 2))
+    softrep.sum(torch.ones(2, 3), 0)  # not trailing dims: the general path
+    softrep.sum(torch.ones(4, requires_grad=True))  # autograd records: the general path
+    assert calls == ["serial_sum", "serial_extreme", "serial_product"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("number", [2.0, 3, 0.1, -0.0, 1e-310, 3.4028235677973366e38, 1e300, float("inf"),
+                                    float("nan")])
+@pytest.mark.parametrize("name", ["add", "mul", "div", "sub"])
+def test_python_numbers_on_the_light_path_give_the_general_bits(name, number, dtype):
+    x = _special(50, dtype, 6)
+    fn = getattr(softrep, name)
+    for args in ((x, number), (number, x)):
+        got = fn(*args)
+        want = _general(fn, *args)
+        assert torch.equal(_bits(got), _bits(want)), args

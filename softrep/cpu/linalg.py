@@ -37,13 +37,15 @@ import os
 
 import llvmlite.binding as llvm
 import numpy as np
-from numba import njit, prange, types
+from numba import carray, njit, prange, types
 from numba.core import config as _numba_config
 
-from ..algorithms.products import (chain_step, finish, finish_add, micro_kernel, start_chains, tree_carry, tree_finish,
+from ..algorithms.products import (CHAIN_START, chain_step, dot_chain, finish, finish_add, micro_kernel, start_chains,
+                                   tree_carry, tree_finish,
                                    tree_slot)
 from ..algorithms.widening import narrowed_bits, widened
-from .launch import host_vector_bits, kernel
+from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
+from .launch import address_as_pointer, host_vector_bits, kernel
 
 # Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
 _FLOATS = (types.float32, types.float64)
@@ -407,6 +409,44 @@ def bmm(out, a, b, addend=None):
     if k_count:
         _pack_b(bp, b, bp.shape[3])
     product_packed(out, a, bp, addend)
+
+
+# --------------------------------------------------------------------------- the light path
+#
+# A small product of contiguous matrices on the calling thread, through the
+# tensors' addresses (the elementwise ops' light path, softrep/cpu/launch.py):
+# each output's chain (`dot_chain` from +0, then `finish`), one after the
+# other.  Packing and blocking cost more than the products themselves at
+# these sizes; the chains are the same, so are the bits.
+
+SERIAL_FMAS = 4096  # the largest M*N*K the light path takes
+
+
+def _serial_product(dtype):
+    zero = CHAIN_START[np.dtype(dtype).name]
+
+    def product_serial(out, a, b, m, k, n, mask):
+        old = enter_ieee(mask)
+        o = carray(address_as_pointer(out), m * n, dtype)
+        x = carray(address_as_pointer(a), m * k, dtype)
+        y = carray(address_as_pointer(b), k * n, dtype)
+        for i in range(m):
+            for j in range(n):
+                o[i * n + j] = finish(dot_chain(x, i * k, 1, y, j, n, k, zero))
+        leave_ieee(old)
+
+    address = types.intp
+    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 3 + (_I,) * 4)(
+        njit(cache=True, error_model="numpy")(product_serial))
+
+
+_SERIAL_PRODUCT = {np.dtype(t): _serial_product(t) for t in (np.float32, np.float64)}
+
+
+def serial_product(dtype, out, a, b, m, k, n):
+    """out (m, n) = a (m, k) @ b (k, n), C-contiguous buffers of numpy dtype
+    `dtype` given by their addresses; m * n * k <= SERIAL_FMAS."""
+    _SERIAL_PRODUCT[dtype](out, a, b, m, k, n, CONTROL_MASK)
 
 
 # --------------------------------------------------------------------------- per-sample chains into the batch tree

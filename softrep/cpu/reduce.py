@@ -43,7 +43,7 @@ import functools
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import carray, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.arrayobj import populate_array
@@ -51,8 +51,9 @@ from numba.np.arrayobj import populate_array
 from ..algorithms.products import tree_carry, tree_finish, tree_slot
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
                                     improves, order_key, extreme_scan, sum_from_partials)
+from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
-from .launch import kernel
+from .launch import SERIAL_MAX, address_as_pointer, kernel
 
 INTERLEAVE = 8  # blocks summed side by side by one work item (row layout)
 OUTPUT_CHUNK = 256  # outputs per work item (column layout)
@@ -409,6 +410,68 @@ def blocked_sum(sums):
 
 sum_values = blocked_sum(VALUES)
 sum_centered_squares = blocked_sum(CENTERED_SQUARES)
+
+
+# ------------------------------------------------------------------ the light path
+#
+# Small reductions of contiguous rows on the calling thread, through the
+# tensors' addresses (the elementwise ops' light path, softrep/cpu/launch.py):
+# `serial_sum[dtype](out, x, m, n, mask)` gives out[i] the documented sum of
+# x[i*n : (i+1)*n], each block's partial (`VALUES.block`) then the tree
+# (`sum_from_partials`), the steps of the row layout above; and
+# `serial_extreme[dtype](out, x, m, n, largest, mask)` the amax/amin value of
+# each row (`extreme_scan`, `extreme_value`).  A Python call with integers
+# costs a fraction of one with arrays, and the kernel sets IEEE's control
+# state itself.  At most SERIAL_MAX elements.
+
+_block = VALUES.block
+
+
+def _serial_reductions(dtype):
+    def sum_serial(out, x, m, n, mask):
+        old = enter_ieee(mask)
+        o = carray(address_as_pointer(out), m, dtype)
+        a = carray(address_as_pointer(x), m * n, dtype)
+        nb = (n + BLOCK - 1) // BLOCK
+        p = np.empty(nb, dtype)
+        for i in range(m):
+            base = i * n
+            for j in range(nb):
+                start = base + j * BLOCK
+                p[j] = _block(a, start, min(start + BLOCK, base + n), a[start])
+            o[i] = sum_from_partials(p, nb)
+        leave_ieee(old)
+
+    def extreme_serial(out, x, m, n, largest, mask):
+        old = enter_ieee(mask)
+        o = carray(address_as_pointer(out), m, dtype)
+        a = carray(address_as_pointer(x), m * n, dtype)
+        for i in range(m):
+            best, at = extreme_scan(a, i * n, (i + 1) * n, largest)
+            o[i] = extreme_value(a[at])
+        leave_ieee(old)
+
+    name = np.dtype(dtype).name
+    address = types.intp
+    sums = kernel(f"reduce.serial_sum.{name}", (address, address, _I, _I, _I))(
+        njit(cache=True, error_model="numpy")(sum_serial))
+    extremes = kernel(f"reduce.serial_extreme.{name}", (address, address, _I, _I, types.boolean, _I))(
+        njit(cache=True, error_model="numpy")(extreme_serial))
+    return sums, extremes
+
+
+_SERIAL = {np.dtype(t): _serial_reductions(t) for t in (np.float32, np.float64)}
+
+
+def serial_sum(dtype, out, x, m, n):
+    """out[i] = the documented sum of row i of x (m rows of n >= 1 elements,
+    C-contiguous, numpy dtype `dtype`, given by their addresses)."""
+    _SERIAL[dtype][0](out, x, m, n, CONTROL_MASK)
+
+
+def serial_extreme(dtype, out, x, m, n, largest):
+    """out[i] = the amax (largest) or amin of row i of x, as `serial_sum`."""
+    _SERIAL[dtype][1](out, x, m, n, largest, CONTROL_MASK)
 
 
 # ------------------------------------------------------------------ the batch tree over rows

@@ -67,13 +67,13 @@ def selected(backend):
             os.environ["SOFTREP_BACKEND"] = old
 
 
-def light_dtype(tensors):
+def light_dtype(tensors, same_shape=True):
     """The numpy dtype of `tensors` when an op on them may take the light CPU
     path, else None.  The light path skips the autograd Function, the
     broadcasting and the conversion to numpy: it needs plain CPU tensors of
-    one float dtype and one shape, C-contiguous, with no gradient to record
-    (none requires one, or grad mode is off), no torch.func transform active,
-    and the CPU backend."""
+    one float dtype and (with `same_shape`) one shape, C-contiguous, with no
+    gradient to record (none requires one, or grad mode is off), no torch.func
+    transform active, and the CPU backend."""
     first = tensors[0]
     if type(first) not in _PLAIN_TENSORS:
         return None
@@ -83,8 +83,8 @@ def light_dtype(tensors):
     shape = first.shape
     grad = torch.is_grad_enabled()
     for t in tensors:
-        if (type(t) not in _PLAIN_TENSORS or not t.is_cpu or t.dtype != first.dtype or t.shape != shape
-                or not t.is_contiguous() or (grad and t.requires_grad)):
+        if (type(t) not in _PLAIN_TENSORS or not t.is_cpu or t.dtype != first.dtype
+                or (same_shape and t.shape != shape) or not t.is_contiguous() or (grad and t.requires_grad)):
             return None
     if _transforms_active() or requested() == "cuda":
         return None

@@ -65,13 +65,48 @@ def apply_into(fn, kernel_launchers, names, tensors, out):
     return _apply(fn, kernel_launchers, names, tensors, out)
 
 
+_FINITE_MAX = {torch.float32: float(torch.finfo(torch.float32).max), torch.float64: float("inf")}
+
+
+def _numbers_filled(values):
+    """`values` with each Python number as a tensor of the first tensor's shape
+    and dtype holding the number as `tensor_operands` converts it (torch's
+    conversion of its double value), or None where that cannot be had cheaply:
+    torch.full_like refuses numbers beyond the dtype's range (the general path
+    rounds them to infinity) and non-finite ones are left to it too."""
+    first = next((v for v in values if isinstance(v, torch.Tensor)), None)
+    if first is None or first.dtype not in _FINITE_MAX:
+        return None
+    filled = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            filled.append(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = float(v)
+            largest = _FINITE_MAX[first.dtype]
+            if not -largest <= v <= largest:
+                return None
+            filled.append(torch.full_like(first, v, memory_format=torch.contiguous_format))
+        else:
+            return None
+    return filled
+
+
 def light(cpu_run, tensors):
     """The result of the CPU launcher `cpu_run` on `tensors` by the light path
     (`softrep.ops.backend.light_dtype`: same-shape contiguous CPU tensors, no
     autograd to record, at most `cpu_run.serial_max` elements), or None where
     the call needs the general path.  Same kernel, same bits: one call of the
     serial kernel on the tensors' addresses, no autograd Function, no
-    broadcasting, no numpy views."""
+    broadcasting, no numpy views.  A Python number among them is filled to
+    the tensors' shape first (`_numbers_filled`)."""
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        lone = [t for t in tensors if isinstance(t, torch.Tensor)]
+        if not lone or backend.light_dtype(lone) is None or lone[0].numel() > cpu_run.serial_max:
+            return None
+        tensors = _numbers_filled(tensors)
+        if tensors is None:
+            return None
     dtype = backend.light_dtype(tensors)
     if dtype is None or dtype not in cpu_run.serial:
         return None

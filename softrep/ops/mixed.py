@@ -261,6 +261,8 @@ def float32_compute(name, native_low=False):
     def decorate(op):
         @functools.wraps(op)
         def wrapper(*args, **kwargs):
+            if _nothing_to_cast(args, kwargs):
+                return op(*args, **kwargs)
             tensors, where = _collect(args, kwargs)
             if not tensors:
                 return op(*args, **kwargs)
@@ -295,6 +297,26 @@ def float32_compute(name, native_low=False):
         return wrapper
 
     return decorate
+
+
+def _nothing_to_cast(args, kwargs):
+    """A quick sufficient test that `float32_compute`'s wrapper has nothing to
+    do: every argument a plain value or a CPU tensor that is not bfloat16 or
+    float16 (no lists of tensors), and CPU autocast off.  Then the op runs as
+    called, as the full test would decide, without collecting the tensors."""
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if a.dtype in LOW_FORMATS or not a.is_cpu:
+                return False
+        elif isinstance(a, (list, tuple)):
+            return False
+    for a in kwargs.values():
+        if isinstance(a, torch.Tensor):
+            if a.dtype in LOW_FORMATS or not a.is_cpu:
+                return False
+        elif isinstance(a, (list, tuple)):
+            return False
+    return not torch.is_autocast_enabled("cpu")
 
 
 def _cuda_autocast_off():

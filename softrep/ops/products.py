@@ -416,6 +416,15 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     _check_inner("mm", "input", input.shape[1], "mat2", mat2.shape[0])
     if out is not None:
         return _mm_into(input, mat2, out)
+    m, k = input.shape
+    n = mat2.shape[1]
+    if m * n * k <= cpu_linalg.SERIAL_FMAS:
+        dtype = backend.light_dtype((input, mat2), same_shape=False)
+        if dtype is not None:  # the light path: the same chains on the calling thread
+            result = input.new_empty((m, n))
+            if result.numel():
+                cpu_linalg.serial_product(dtype, result.data_ptr(), input.data_ptr(), mat2.data_ptr(), m, k, n)
+            return result
     return backend.call(_MM, input, mat2, None)
 
 

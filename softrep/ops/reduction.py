@@ -12,8 +12,8 @@ import torch
 from . import backend, batching
 from . import elementwise as E
 from . import mixed
-from .summation import (SumFunction, as_rows, check_dtype, check_input, reduced_dims, reduction_shapes, scalar_as_1d,
-                        sum, sum_raw, sum_rows, sum_to_shape)
+from .summation import (SumFunction, as_rows, check_dtype, check_input, light_rows, reduced_dims, reduction_shapes,
+                        scalar_as_1d, sum, sum_raw, sum_rows, sum_to_shape)
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
@@ -162,6 +162,12 @@ def std(input, dim=None, *, correction=1, keepdim=False):
 def _extreme(fn, input, dim, keepdim, largest):
     check_input(fn, input)
     dims = reduced_dims(fn, input, dim)
+    light = light_rows(input, dims, keepdim)
+    if light is not None:
+        numpy_dtype, m, n, out_shape = light
+        out = input.new_empty(out_shape)
+        cpu_reduce.serial_extreme(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n, largest)
+        return out
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
     return backend.call(_Extreme, x, dims, keepdim and input.dim() > 0, largest, fn)

@@ -26,7 +26,7 @@ from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "sum_to_shape", "SumFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
-           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes"]
+           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -188,10 +188,39 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return _sum(input, dim, keepdim, dtype=dtype)
 
 
+def light_rows(input, dims, keepdim):
+    """(numpy dtype, M, n, output shape) when reducing `dims` of `input` may
+    take the light path (`backend.light_dtype`: a plain contiguous CPU tensor,
+    nothing to record), the reduced dims are its trailing ones, so that they
+    are M contiguous rows of n >= 1 elements, and it has at most
+    `cpu_reduce.SERIAL_MAX` elements; else None.  The serial kernels of
+    softrep/cpu/reduce.py then run on its address: the same per-row steps,
+    so the same bits, without the autograd Function and the numpy views."""
+    total = input.numel()
+    if total > cpu_reduce.SERIAL_MAX or total == 0:
+        return None
+    dtype = backend.light_dtype((input,))
+    if dtype is None:
+        return None
+    shape = input.shape
+    kept = len(shape) - len(dims)
+    if dims != tuple(range(kept, len(shape))):
+        return None
+    m = math.prod(shape[:kept])
+    out_shape = shape[:kept] + (1,) * len(dims) if keepdim else shape[:kept]
+    return dtype, m, total // m, out_shape
+
+
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
     check_input("sum", input)
     check_dtype("sum", input, dtype)
     dims = reduced_dims("sum", input, dim)
+    light = light_rows(input, dims, keepdim)
+    if light is not None:
+        numpy_dtype, m, n, out_shape = light
+        out = input.new_empty(out_shape)
+        cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n)
+        return out
     if input.dim() == 0:
         return backend.call(SumFunction, input.reshape(1), (0,), False)
     return backend.call(SumFunction, input, dims, keepdim)
