@@ -669,3 +669,49 @@ def test_short_row_extremes_take_the_first_winner(m, n, dtype):
     assert_bits_equal(softrep.amin(x, 1), ref_reduce(xn, (1,), lambda r: r[ref_argmin_row(r)]))
     np.testing.assert_array_equal(softrep.argmax(x, 1).numpy(), ref_reduce(xn, (1,), ref_argmax_row))
     np.testing.assert_array_equal(softrep.argmin(x, 1).numpy(), ref_reduce(xn, (1,), ref_argmin_row))
+
+
+# --------------------------------------------------------------------------- amax / amin without indices
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_key_value_inverts_order_key(dtype):
+    """amax and amin take the winner's bits from its order key (`key_value`);
+    the compiled and the Python forms (the simulator's) both invert order_key,
+    NaNs giving the canonical NaN."""
+    from numba import njit
+
+    uint = np.uint32 if dtype == np.float32 else np.uint64
+    rng = np.random.default_rng(5)
+    patterns = rng.integers(0, np.iinfo(uint).max, 2000, dtype=uint, endpoint=True)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, np.finfo(dtype).tiny / 2,
+                         -np.finfo(dtype).max], dtype=dtype)
+    values = np.concatenate([patterns.view(dtype), specials, -np.abs(patterns[:10].view(dtype))])
+
+    @njit
+    def roundtrip(xs, largest, out):
+        for i in range(xs.size):
+            out[i] = O.key_value(xs[i], O.order_key(xs[i], largest), largest)
+
+    canonical = np.where(np.isnan(values), dtype(np.nan), values)
+    for largest in (True, False):
+        out = np.empty_like(values)
+        roundtrip(values, largest, out)
+        np.testing.assert_array_equal(out.view(uint), canonical.view(uint))
+        python = np.array([O.key_value(v, O.order_key(v, largest), largest) for v in values[:200]], dtype=dtype)
+        np.testing.assert_array_equal(python.view(uint), canonical[:200].view(uint))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", [((5000, 9), 1), ((9, 5000), 1), ((3, 70000), 1), ((40, 1000), 0)])
+def test_amax_amin_are_the_values_at_argmax_argmin(dtype, shape, dim):
+    """Large inputs (not the light path): the values-only kernel against the
+    values at the indices the index kernel finds."""
+    x = wide_values(4, shape, dtype)
+    flat = x.view(-1)
+    flat[3], flat[7], flat[len(flat) // 3] = -0.0, float("nan"), float("-inf")
+    x[:, 0] = 0.0
+    for value_op, index_op in ((softrep.amax, softrep.argmax), (softrep.amin, softrep.argmin)):
+        want = torch.gather(x, dim, index_op(x, dim, keepdim=True)).squeeze(dim)
+        want = torch.where(want.isnan(), torch.full_like(want, float("nan")), want)
+        assert_bits_equal(value_op(x, dim), want.numpy())

@@ -67,7 +67,7 @@ import numpy as np
 from numba.core import types as _types
 
 from ..primitives.jit import bitcast, by_type
-from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, jitable, mul_rn, sub_rn
+from ..primitives.rounding import NAN32, NAN64, ZERO32, ZERO64, add_rn, canonical, jitable, mul_rn, sub_rn
 from ..primitives.vector import add_rn_f32x8
 
 BLOCK = 128  # terms per block partial
@@ -235,6 +235,41 @@ def order_key(x, largest):
 
 
 by_type(order_key, {_types.float32: _key32, _types.float64: _key64})
+
+
+# The inverse: the number with a given key.  A key is a number's bits (its
+# magnitude, or -magnitude - 1 for a negative sign), so the key of a row's
+# winner gives the winner's bits without its index; amax and amin need no
+# more.  Every NaN has the NaN key, which gives the canonical NaN.
+
+
+@jitable
+def _value32(like, key, largest):
+    k = key if largest else -key - 1
+    # np.uint32 around the whole: Numba widens the integer operators' results
+    bits = np.uint32(k if k >= 0 else (-k - 1) | np.int64(_SIGN32))
+    return NAN32 if key == _NAN_KEY else bitcast(bits)
+
+
+@jitable
+def _value64(like, key, largest):
+    k = key if largest else -key - 1
+    bits = np.uint64(k) if k >= 0 else np.uint64(-k - 1) | _SIGN64
+    return NAN64 if key == _NAN_KEY else bitcast(bits)
+
+
+def key_value(like, key, largest):
+    """The number of like's dtype whose `order_key(., largest)` is `key`; the
+    canonical NaN for the NaN key."""
+    if key == _NAN_KEY:
+        return np.float32(np.nan) if isinstance(like, np.float32) else np.float64(np.nan)
+    k = int(key) if largest else -int(key) - 1
+    width = 32 if isinstance(like, np.float32) else 64
+    bits = k if k >= 0 else (-k - 1) | (1 << (width - 1))
+    return bitcast(np.uint32(bits) if width == 32 else np.uint64(bits))
+
+
+by_type(key_value, {_types.float32: _value32, _types.float64: _value64})
 
 
 @jitable

@@ -50,7 +50,7 @@ from numba.np.arrayobj import populate_array
 
 from ..algorithms.products import tree_carry, tree_finish, tree_slot
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
-                                    improves, order_key, extreme_scan, sum_from_partials)
+                                    improves, key_value, order_key, extreme_scan, sum_from_partials)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, address_as_pointer, kernel
@@ -638,6 +638,29 @@ def _extreme_rows(values, indices, x, largest):
     for w in prange((M + EXTREME_ROWS - 1) // EXTREME_ROWS):
         i0 = w * EXTREME_ROWS
         _extreme_row_block(values, indices, x, i0, min(i0 + EXTREME_ROWS, M), largest)
+
+
+@kernel("reduce.extreme_value_rows", *[(_a(t, 1), _a(t, 2), types.boolean) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def _extreme_value_rows(values, x, largest):
+    # amax / amin without the index: the winner's key alone gives its bits
+    # (`key_value`), so the first-index scan of `_extreme_row_block` is skipped.
+    M, n = x.shape
+    for w in prange((M + EXTREME_ROWS - 1) // EXTREME_ROWS):
+        for i in range(w * EXTREME_ROWS, min(w * EXTREME_ROWS + EXTREME_ROWS, M)):
+            row = x[i]
+            values[i] = extreme_value(key_value(row[0], _best_key(row, n, largest), largest))
+
+
+def extreme_values(values, x, largest):
+    """values[i] = the max (largest) or min of row x[i] (`extreme` without the indices)."""
+    M, n = x.shape
+    if M == 0:
+        return
+    if n <= EXTREME_CHUNK and not _outputs_contiguous(x):
+        _extreme_value_rows(values, x, largest)
+        return
+    extreme(values, np.empty(M, dtype=np.int64), x, largest)
 
 
 def extreme(values, indices, x, largest):

@@ -170,6 +170,14 @@ def tree_nodes(stream, out, x, first, counts):
     kernel[grid(out.size) + (stream,)](out.reshape(-1), x.reshape(-1), first, counts, out.shape[1])
 
 
+def extreme_values(stream, values, x, largest):
+    """values[i] = the max (largest) or min of row x[i] (the indices of `extreme` dropped)."""
+    M = x.shape[0]
+    if M == 0:
+        return
+    extreme(stream, values, cuda.device_array(M, dtype="int64", stream=stream), x, largest)
+
+
 def _register_audit():
     from numba.core import types
 

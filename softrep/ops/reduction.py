@@ -20,18 +20,32 @@ from ..cuda import reduce as cuda_reduce
 __all__ = ["sum", "mean", "var", "std", "amax", "amin", "argmax", "argmin", "sum_to_shape"]
 
 
-def _extreme_raw(fn, x, dims, keepdim, largest):
+def _extreme_rows(fn, x, dims, keepdim):
+    """(rows, output shape) of an amax-like reduction; it has no identity, so no
+    reduced elements is an error."""
     out_shape, _, n = reduction_shapes(x, dims, keepdim)
     if n == 0:
         raise ValueError(
             f"softrep.{fn}: argument 'input' has no elements along the reduced dims {dims} "
             f"(shape {tuple(x.shape)}); the reduction has no identity")
-    rows = as_rows(x, dims)
+    return as_rows(x, dims), out_shape
+
+
+def _extreme_raw(fn, x, dims, keepdim, largest):
+    rows, out_shape = _extreme_rows(fn, x, dims, keepdim)
     M = rows.shape[0]
     values = torch.empty(M, dtype=x.dtype, device=x.device)
     indices = torch.empty(M, dtype=torch.int64, device=x.device)
     backend.execute(cpu_reduce.extreme, cuda_reduce.extreme, [values, indices], [rows], largest)
     return values.reshape(out_shape), indices.reshape(out_shape)
+
+
+def _extreme_values_raw(fn, x, dims, keepdim, largest):
+    """The values of `_extreme_raw` alone (amax, amin): the kernel finds no indices."""
+    rows, out_shape = _extreme_rows(fn, x, dims, keepdim)
+    values = torch.empty(rows.shape[0], dtype=x.dtype, device=x.device)
+    backend.execute(cpu_reduce.extreme_values, cuda_reduce.extreme_values, [values], [rows], largest)
+    return values.reshape(out_shape)
 
 
 def _var_raw(x, dims, correction, keepdim):
@@ -75,7 +89,7 @@ class _Extreme(torch.autograd.Function):
 
     @staticmethod
     def forward(x, dims, keepdim, largest, fn):
-        return _extreme_raw(fn, x, dims, keepdim, largest)[0]
+        return _extreme_values_raw(fn, x, dims, keepdim, largest)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -94,7 +108,7 @@ class _Extreme(torch.autograd.Function):
     @staticmethod
     def vmap(info, in_dims, x, dims, keepdim, largest, fn):
         x = batching.front(x, in_dims[0])
-        return _extreme_raw(fn, x, batching.shift_dims(dims), keepdim, largest)[0], 0
+        return _extreme_values_raw(fn, x, batching.shift_dims(dims), keepdim, largest), 0
 
 
 class _ArgExtreme(torch.autograd.Function):
