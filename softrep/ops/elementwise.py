@@ -100,13 +100,15 @@ def light(cpu_run, tensors):
     serial kernel on the tensors' addresses, no autograd Function, no
     broadcasting, no numpy views.  A Python number among them is filled to
     the tensors' shape first (`_numbers_filled`)."""
-    if not all(isinstance(t, torch.Tensor) for t in tensors):
-        lone = [t for t in tensors if isinstance(t, torch.Tensor)]
-        if not lone or backend.light_dtype(lone) is None or lone[0].numel() > cpu_run.serial_max:
-            return None
-        tensors = _numbers_filled(tensors)
-        if tensors is None:
-            return None
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            lone = [t for t in tensors if isinstance(t, torch.Tensor)]
+            if not lone or backend.light_dtype(lone) is None or lone[0].numel() > cpu_run.serial_max:
+                return None
+            tensors = _numbers_filled(tensors)
+            if tensors is None:
+                return None
+            break
     dtype = backend.light_dtype(tensors)
     if dtype is None or dtype not in cpu_run.serial:
         return None
