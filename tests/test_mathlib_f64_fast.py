@@ -85,6 +85,34 @@ def test_log_dd_fast_error_bound():
     assert log_dd_fast(np.float64(1.0)) == (0.0, 0.0)
 
 
+def test_log2_log10_constants_and_error_bound():
+    """log.log_times_fast64 (the fast paths of log2 and log10) assumes the
+    double-double 1/ln2 and 1/ln10 within 2^-104 and log_dd_fast times them
+    (dd_mul) within 2^-67.19 of log2 x and log10 x; both measured here, and
+    every power of 2 (log2) and of 10 (log10) decided as the exact integer."""
+    from softrep.algorithms.math.core import INV_LN10, INV_LN10_L, INV_LN2, INV_LN2_L, dd_mul
+    from softrep.algorithms.math.log import log_times_fast64
+
+    rng = np.random.Generator(np.random.PCG64(10))
+    xs = np.concatenate([np.exp2(rng.uniform(-1074, 1024, 1000)), 1 + rng.uniform(-2.0**-9, 2.0**-8, 500),
+                         [5e-324, 1.7976931348623157e308, 1 - 2.0**-53, 1 + 2.0**-52, 10.0, 0.1]])
+    with gmpy2.context(precision=300):
+        for (ch, cl), base in (((INV_LN2, INV_LN2_L), 2), ((INV_LN10, INV_LN10_L), 10)):
+            exact_c = 1 / gmpy2.log(gmpy2.mpfr(base))
+            assert abs((gmpy2.mpfr(float(ch)) + gmpy2.mpfr(float(cl)) - exact_c) / exact_c) < gmpy2.mpfr(2) ** -104
+            worst = gmpy2.mpfr(0)
+            for x in xs[(xs != 1.0)]:
+                h, l = log_dd_fast(np.float64(x))
+                ph, pl = dd_mul(h, l, ch, cl)
+                exact = gmpy2.log(gmpy2.mpfr(float(x))) * exact_c
+                worst = max(worst, relative_error(ph, pl, 0, exact))
+            assert worst < gmpy2.mpfr(2) ** -67.19, base
+    for e in range(-1074, 1024):
+        assert log_times_fast64(np.float64(2.0) ** e, INV_LN2, INV_LN2_L) == (float(e), True)
+    for n in range(0, 23):
+        assert log_times_fast64(np.float64(10.0 ** n), INV_LN10, INV_LN10_L) == (float(n), True)
+
+
 def test_tanh_series_error_bound():
     """tanh.tanh_series_fast: relative error < 2^-77.1 on [2^-27, 2^-6) (argued in
     tanh.py; the rounding test of tanh_fast64 assumes < 2^-73)."""
@@ -123,6 +151,8 @@ LAUNCH_CASES = {
     "sin": ((-10.0, 10.0), (2.0**20, 2.0**40)),  # Payne-Hanek
     "cos": ((-10.0, 10.0), (2.0**20, 2.0**40)),
     "log": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),  # log2 of x; none left out: near 1, log1p's series
+    "log2": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
+    "log10": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
 }
 
 
@@ -135,7 +165,7 @@ def test_two_loop_launch_matches_mpfr(name):
     rng = np.random.Generator(np.random.PCG64(3))
     n = SERIAL_MAX + 5000
     main = rng.uniform(lo, hi, 2 * n // 3)
-    main, sign = (np.exp2(main), 1) if name == "log" else (main, rng.choice([-1, 1], n // 3))
+    main, sign = (np.exp2(main), 1) if name.startswith("log") else (main, rng.choice([-1, 1], n // 3))
     x = np.concatenate([main, rng.uniform(ulo, uhi, n // 3) * sign,
                         V64.special_inputs(), V64.load_hard_cases_f64(name)[0]])
     x = x[rng.permutation(x.size)]

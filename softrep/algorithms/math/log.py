@@ -16,7 +16,7 @@ version.
 import numpy as np
 
 from ...primitives.rounding import fabs, jitable, mul_rn, negate
-from .core import F64, INF32, NAN32, ZERO, dd_to_f32, log_core, log_dd, round_if_safe
+from .core import F64, INF32, NAN32, ZERO, dd_mul, dd_to_f32, log_core, log_dd, round_if_safe
 from .exact64 import bracket_err
 from .explog64 import log_dd as log_dd64, log_dd_fast, log_split, log_td
 from .multiword import dd_error, td_round, ziv_round
@@ -87,6 +87,29 @@ def log_fast64(x):
     finite = (x > ZERO64) & (x < INF64)
     h, l = log_dd_fast(x if finite else ONE64)
     lo, hi = bracket_err(h, l, mul_rn(fabs(h), LOG64_FAST_EPS))
+    r = INF64 if x == INF64 else lo
+    r = negate(INF64) if x == ZERO64 else r
+    r = NAN64 if (x != x) | (x < ZERO64) else r
+    return r, (lo == hi) | (not finite)
+
+
+@jitable
+def log_times_fast64(x, ch, cl):
+    """(log(x) (ch + cl) correctly rounded, True), or (anything, False) where
+    the rounding test cannot decide: log2 and log10 (ch + cl = 1/ln2, 1/ln10)
+    from the plain-double log.  explog64.log_dd_fast (< 2^-67.2) times the
+    constant (dd_mul, < 2^-102; the constant's own error, measured in
+    tests/test_mathlib_f64_fast.py, < 2^-104) is within 2^-67.19 of the exact
+    value, relatively, so the window of log_fast64, 2^-64 |h|, keeps its
+    margin of 2^2.1 over exact64.bracket_err's condition.  Exact results (x a
+    power of 2 for log2, of 10 for log10, where the value is an integer) are
+    doubles far from every rounding boundary, so both ends of the window
+    round to them; no other result is a double or a midpoint (the values are
+    irrational).  Branch-free, as log_fast64, whose specials it shares."""
+    finite = (x > ZERO64) & (x < INF64)
+    h, l = log_dd_fast(x if finite else ONE64)
+    ph, pl = dd_mul(h, l, ch, cl)
+    lo, hi = bracket_err(ph, pl, mul_rn(fabs(ph), LOG64_FAST_EPS))
     r = INF64 if x == INF64 else lo
     r = negate(INF64) if x == ZERO64 else r
     r = NAN64 if (x != x) | (x < ZERO64) else r

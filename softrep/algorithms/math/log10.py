@@ -8,7 +8,10 @@ Exact cases: log10(10^n) = n for n = 1..10 (10^n is a float32); the fast path
 is within 2^-49 of n, far from a rounding boundary.
 Accurate path: log_dd(x) * (1/ln10 as a double-double), relative error < 2^-67.
 
-float64 (`log10_f64`, correctly rounded; scheme: multiword.py): x = 2^e m as in
+float64 (`log10_f64`, correctly rounded; scheme: multiword.py): first the
+plain-double log of explog64.log_dd_fast times 1/ln10 with a four-addition
+rounding test (`log10_fast64`, log.log_times_fast64: relative error
+< 2^-67.19, window 2^-64); where it cannot decide, x = 2^e m as in
 explog64.py, log10(x) = e log10(2) + log(m)/ln10: e log10(2) with an exact
 two_prod and one fma (< 2^-104) or two two_prods and a rounded product
 (< 2^-157), log m (< 2^-95.9, < 2^-144.3) times 1/ln10 (dd_mul / td_mul);
@@ -25,7 +28,7 @@ from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn
 from .core import (F64, INF32, INV_LN10, INV_LN10_L, LOG10_2_H, LOG10_2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32,
                     log_dd, log_reduce, logm_core, round_if_safe, two_prod)
 from .explog64 import INV_LN10_TD, LOG10_2_TD, log_m_dd, log_m_td, log_split
-from .log import log_special64
+from .log import log_special64, log_times_fast64
 from .multiword import dd_error, td_add, td_mul, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
@@ -56,6 +59,12 @@ LOG10_64_EPS = F64(2.0**-93)
 
 @jitable
 def log10_fast64(x):
+    """The plain-double fast path: log(x)/ln10 (log.log_times_fast64)."""
+    return log_times_fast64(x, INV_LN10, INV_LN10_L)
+
+
+@jitable
+def log10_dd64(x):
     r, special = log_special64(x)
     if special:
         return r, True
@@ -72,6 +81,9 @@ def log10_fast64(x):
 @jitable
 def log10_f64(x):
     r, ok = log10_fast64(x)
+    if ok:
+        return r
+    r, ok = log10_dd64(x)
     if ok:
         return r
     e, m = log_split(x)

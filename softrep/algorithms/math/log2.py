@@ -6,7 +6,10 @@ once; |log(m)/ln2| <= 1/2, so for e != 0 there is no cancellation beyond a
 factor 2: relative error < 2^-49.5.  Powers of two give e exactly (m = 1).
 Accurate path: log_dd(x) * (1/ln2 as a double-double), relative error < 2^-67.
 
-float64 (`log2_f64`, correctly rounded; scheme: multiword.py): x = 2^e m as in
+float64 (`log2_f64`, correctly rounded; scheme: multiword.py): first the
+plain-double log of explog64.log_dd_fast times 1/ln2 with a four-addition
+rounding test (`log2_fast64`, log.log_times_fast64: relative error
+< 2^-67.19, window 2^-64); where it cannot decide, x = 2^e m as in
 explog64.py, log2(x) = e + log(m)/ln2 with e exact: log m (double-double
 < 2^-95.9, triple-double < 2^-144.3) times 1/ln2 (dd_mul < 2^-102 and the
 constant's 2^-106; td_mul < 2^-151 and 2^-159), plus e (|log2 m| <= 1/2, so
@@ -22,7 +25,7 @@ from ...primitives.rounding import fma_rn, jitable
 from .core import (F64, INF32, INV_LN2, INV_LN2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32, log_dd, log_reduce,
                     logm_core, round_if_safe)
 from .explog64 import INV_LN2_TD, log_m_dd, log_m_td, log_split
-from .log import log_special64
+from .log import log_special64, log_times_fast64
 from .multiword import dd_error, td_add, td_mul, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
@@ -52,6 +55,12 @@ ONE64 = F64(1.0)
 
 @jitable
 def log2_fast64(x):
+    """The plain-double fast path: log(x)/ln2 (log.log_times_fast64)."""
+    return log_times_fast64(x, INV_LN2, INV_LN2_L)
+
+
+@jitable
+def log2_dd64(x):
     r, special = log_special64(x)
     if special:
         return r, True
@@ -67,6 +76,9 @@ def log2_fast64(x):
 @jitable
 def log2_f64(x):
     r, ok = log2_fast64(x)
+    if ok:
+        return r
+    r, ok = log2_dd64(x)
     if ok:
         return r
     e, m = log_split(x)
