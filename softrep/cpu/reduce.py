@@ -416,11 +416,11 @@ sum_centered_squares = blocked_sum(CENTERED_SQUARES)
 #
 # Small reductions of contiguous rows on the calling thread, through the
 # tensors' addresses (the elementwise ops' light path, softrep/cpu/launch.py):
-# `serial_sum[dtype](out, x, m, n, mask)` gives out[i] the documented sum of
+# `serial_sum(dtype, out, x, m, n)` gives out[i] the documented sum of
 # x[i*n : (i+1)*n], each block's partial (`VALUES.block`) then the tree
 # (`sum_from_partials`), the steps of the row layout above; and
-# `serial_extreme[dtype](out, x, m, n, largest, mask)` the amax/amin value of
-# each row (`extreme_scan`, `extreme_value`).  A Python call with integers
+# `serial_extreme(dtype, out, x, m, n, largest)` the amax/amin value of each
+# row (`extreme_scan`, `extreme_value`).  A Python call with integers
 # costs a fraction of one with arrays, and the kernel sets IEEE's control
 # state itself.  At most SERIAL_MAX elements.
 
