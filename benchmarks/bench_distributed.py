@@ -1,5 +1,6 @@
-"""Training-step time: the demo's LeNet and a small transformer encoder, and
-softrep's DistributedDataParallel against torch's on gloo.
+"""Training-step time: the demo's LeNet, a small transformer encoder and
+bench_training.py's ResNet-style CNN, and softrep's DistributedDataParallel
+against torch's on gloo.
 
     python benchmarks/bench_distributed.py [--repeat 5] [--ddp] [--order-cost]
 
@@ -11,12 +12,13 @@ softrep model (torch's all-reduce does not give softrep's bits; this is the
 time only).
 
 --order-cost isolates what the batch order costs inside one source tree: for
-the weight and bias gradient of every linear and conv layer of both models
+the weight and bias gradient of every linear and conv layer of the models
 (at their shapes), the batch-order gradient (the layer's backward) against
 the same products as one chain over all rows (softrep.mm of the transposed
-gradient and the input or its im2col, softrep.sum over the rows), median of
-`--repeat` runs each; it prints the step time with the chain estimated as
-the step minus the difference.
+gradient and the input or its im2col, softrep.sum over the rows), and for
+the CNN's BatchNorm layers their six per-channel batch sums as per-sample
+sums and the tree against one sum; median of `--repeat` runs each; it prints
+the step time with the chain estimated as the step minus the difference.
 """
 
 import argparse
@@ -29,6 +31,7 @@ import torch
 
 import softrep
 from softrep import nn as snn
+from softrep.ops import batchtree
 
 
 def lenet():
@@ -49,10 +52,22 @@ class Encoder(torch.nn.Module):
         return self.head(self.encoder(self.tokens(t))).transpose(1, 2)
 
 
+def resnet_cnn():
+    """bench_training.py's ResNet-style CNN with BatchNorm, from softrep.nn."""
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_training
+
+    return bench_training.cnn(bench_training.Namespace("softrep"))
+
+
 def data(kind, n=64):
     g = softrep.Generator(5)
     if kind == "lenet":
         return softrep.rand(n, 1, 8, 8, generator=g), (softrep.rand(n, generator=g) * 10).long()
+    if kind == "cnn":
+        return softrep.rand(32, 3, 32, 32, generator=g), (softrep.rand(32, generator=g) * 10).long()
     return (softrep.rand(n, 32, generator=g) * 64).long(), (softrep.rand(n, 32, generator=g) * 64).long()
 
 
@@ -95,6 +110,12 @@ ENCODER_LINEARS = ((192, 64), (64, 64), (128, 64), (64, 128), (64, 64))
 # padding 1, then linear (out_features, in_features)
 LENET_CONVS = ((8, 1, 8), (16, 8, 4))
 LENET_LINEARS = ((64, 64), (10, 64))
+# bench_training.py's ResNet-style CNN (batch 32 of 3x32x32): conv (c_out, c_in,
+# input size, kernel, stride) without bias, BatchNorm (channels, size), and a
+# 32 -> 10 linear head
+CNN_CONVS = ((16, 3, 32, 3, 1), (16, 16, 32, 3, 1), (16, 16, 32, 3, 1), (32, 16, 32, 3, 2), (32, 32, 16, 3, 1),
+             (32, 16, 32, 1, 2))
+CNN_BATCH_NORMS = ((16, 32), (16, 32), (16, 32), (32, 16), (32, 16), (32, 16))
 
 
 def _median_time(fn, repeat):
@@ -126,23 +147,44 @@ def _linear_cost(out_f, in_f, rows_shape, g, repeat):
     return _median_time(batch_order, repeat), _median_time(one_chain, repeat)
 
 
-def _conv_cost(c_out, c_in, size, batch, g, repeat):
+def _conv_cost(c_out, c_in, size, batch, g, repeat, kernel=3, stride=1, padding=1, bias=True):
     x = softrep.rand(batch, c_in, size, size, generator=g)
-    w = softrep.rand(c_out, c_in, 3, 3, generator=g).requires_grad_()
-    b = softrep.rand(c_out, generator=g).requires_grad_()
-    y = softrep.conv2d(x, w, b, padding=1)
+    w = softrep.rand(c_out, c_in, kernel, kernel, generator=g).requires_grad_()
+    b = softrep.rand(c_out, generator=g).requires_grad_() if bias else None
+    y = softrep.conv2d(x, w, b, stride=stride, padding=padding)
     grad = softrep.rand(*y.shape, generator=g)
 
     def batch_order():
-        w.grad = b.grad = None
+        w.grad = None
+        if b is not None:
+            b.grad = None
         y.backward(grad, retain_graph=True)
 
     def one_chain():
         # the same products as one chain over all (sample, pixel) rows
-        cols = torch.nn.functional.unfold(x, 3, padding=1).transpose(1, 2).reshape(-1, c_in * 9)
+        cols = torch.nn.functional.unfold(x, kernel, padding=padding, stride=stride).transpose(1, 2)
         rows = grad.permute(0, 2, 3, 1).reshape(-1, c_out)
-        softrep.mm(rows.t(), cols)
-        softrep.sum(rows, 0)
+        softrep.mm(rows.t(), cols.reshape(-1, c_in * kernel * kernel))
+        if b is not None:
+            softrep.sum(rows, 0)
+
+    return _median_time(batch_order, repeat), _median_time(one_chain, repeat)
+
+
+def _batch_norm_cost(channels, size, batch, g, repeat):
+    """A training BatchNorm's batch reductions: the statistics (sum of x and of
+    the squared deviations), the backward's two means and the affine
+    gradients -- six per-channel sums, each per sample over its positions and
+    then the batch tree, against one sum over (N, H, W)."""
+    x = softrep.rand(batch, channels, size, size, generator=g)
+
+    def batch_order():
+        for _ in range(6):
+            batchtree.tree_sum(softrep.sum(x, (2, 3)))
+
+    def one_chain():
+        for _ in range(6):
+            softrep.sum(x, (0, 2, 3))
 
     return _median_time(batch_order, repeat), _median_time(one_chain, repeat)
 
@@ -156,6 +198,11 @@ def order_cost(kind, repeat, batch=64, tokens=32):
     if kind == "lenet":
         costs += [_conv_cost(c_out, c_in, size, batch, g, repeat) for c_out, c_in, size in LENET_CONVS]
         costs += [_linear_cost(o, i, (batch,), g, repeat) for o, i in LENET_LINEARS]
+    elif kind == "cnn":
+        costs += [_conv_cost(c_out, c_in, size, batch, g, repeat, kernel, stride, kernel // 2, False)
+                  for c_out, c_in, size, kernel, stride in CNN_CONVS]
+        costs += [_batch_norm_cost(c, size, batch, g, repeat) for c, size in CNN_BATCH_NORMS]
+        costs += [_linear_cost(10, 32, (batch,), g, repeat)]
     else:
         costs += [_linear_cost(o, i, (batch, tokens), g, repeat) for o, i in ENCODER_LINEARS]
     return sum(t for t, _ in costs), sum(c for _, c in costs)
@@ -167,12 +214,14 @@ def main():
     parser.add_argument("--ddp", action="store_true")
     parser.add_argument("--order-cost", action="store_true")
     args = parser.parse_args()
-    for kind, make in (("lenet, batch 64", lenet), ("encoder, batch 64 x 32 tokens", Encoder)):
-        x, y = data("lenet" if kind.startswith("lenet") else "encoder")
+    for kind, make in (("lenet, batch 64", lenet), ("encoder, batch 64 x 32 tokens", Encoder),
+                       ("cnn, batch 32", resnet_cnn)):
+        name = kind.split(",")[0]
+        x, y = data(name)
         best, median = step_times(make(), x, y, args.repeat)
         print(f"{kind:32} best {best * 1e3:8.1f} ms   median {median * 1e3:8.1f} ms")
         if args.order_cost:
-            tree, chain = order_cost("lenet" if kind.startswith("lenet") else "encoder", args.repeat)
+            tree, chain = order_cost(name, args.repeat, batch=32 if name == "cnn" else 64)
             print(f"  weight/bias gradients: batch order {tree * 1e3:.1f} ms, one chain {chain * 1e3:.1f} ms; "
                   f"step with the chain ~{(median - tree + chain) * 1e3:.1f} ms, "
                   f"order cost {median / (median - tree + chain):.2f}x")
