@@ -72,8 +72,9 @@ def _numbers_filled(values):
     """`values` with each Python number as a tensor of the first tensor's shape
     and dtype holding the number as `tensor_operands` converts it (torch's
     conversion of its double value), or None where that cannot be had cheaply:
-    torch.full_like refuses numbers beyond the dtype's range (the general path
-    rounds them to infinity) and non-finite ones are left to it too."""
+    torch.full_like refuses float32 numbers beyond float32's range (the general
+    path rounds them to infinity), so those, float32 infinities and NaNs are
+    left to the general path."""
     first = next((v for v in values if isinstance(v, torch.Tensor)), None)
     if first is None or first.dtype not in _FINITE_MAX:
         return None
