@@ -294,3 +294,22 @@ def test_python_numbers_on_the_light_path_give_the_general_bits(name, number, dt
         got = fn(*args)
         want = _general(fn, *args)
         assert torch.equal(_bits(got), _bits(want)), args
+
+
+def test_number_buffers_keep_zeros_signs_dtypes_and_lengths_apart():
+    """The light path reads a Python number from a cached buffer of equal
+    elements: +0 and -0 (equal as keys of a dict), float32 and float64, and a
+    longer call after a shorter one must each get their own elements."""
+    ones32 = torch.ones(3)
+    assert _bits(softrep.mul(ones32, 0.0)).tolist() == [0] * 3
+    assert _bits(softrep.mul(ones32, -0.0)).tolist() == [-0x80000000] * 3
+    assert _bits(softrep.mul(ones32, 0.0)).tolist() == [0] * 3
+    third = softrep.mul(torch.ones(2, dtype=torch.float64), 0.1)
+    assert third.tolist() == [0.1, 0.1]  # the double 0.1, not float32's
+    assert softrep.mul(ones32, 0.1).tolist() == [float(np.float32(0.1))] * 3
+    long = torch.ones(1000)
+    got = softrep.add(long, 0.5)
+    assert got.shape == (1000,) and bool((got == 1.5).all())
+    for k in range(300):  # more numbers than the cache keeps: each still right
+        assert softrep.add(ones32, float(k)).tolist() == [1.0 + k] * 3
+    assert softrep.add(long, 0.5).eq(1.5).all()

@@ -14,6 +14,8 @@ of the exact operation.  Broadcast inputs get their gradient summed back to
 their shape with `softrep.sum`, in the order documented in docs/order.md.
 """
 
+import math
+
 import torch
 
 from ..algorithms import elementwise as arith
@@ -67,47 +69,53 @@ def apply_into(fn, kernel_launchers, names, tensors, out):
 
 _FINITE_MAX = {torch.float32: float(torch.finfo(torch.float32).max), torch.float64: float("inf")}
 
+# Python numbers of light calls, each held as a buffer of its dtype: the
+# serial kernels read every operand at the same index, so a number is a run
+# of equal elements, and a buffer longer than the call needs is as good as one
+# of its length.  Keyed by dtype, value and the sign of a zero (0.0 == -0.0);
+# the buffers are never written, and at most _NUMBER_BUFFERS are kept.
+_numbers = {}
+_NUMBER_BUFFERS = 256
 
-def _numbers_filled(values):
-    """`values` with each Python number as a tensor of the first tensor's shape
-    and dtype holding the number as `tensor_operands` converts it (torch's
-    conversion of its double value), or None where that cannot be had cheaply:
-    torch.full_like refuses float32 numbers beyond float32's range (the general
-    path rounds them to infinity), so those, float32 infinities and NaNs are
-    left to the general path."""
-    first = next((v for v in values if isinstance(v, torch.Tensor)), None)
-    if first is None or first.dtype not in _FINITE_MAX:
+
+def _number_buffer(value, dtype, n):
+    """A tensor of at least n elements of `dtype` holding the Python number
+    `value` as `tensor_operands` converts it (torch's conversion of its double
+    value), or None where that cannot be had cheaply: torch.full refuses
+    float32 numbers beyond float32's range (the general path rounds them to
+    infinity), so those, float32 infinities and NaNs are left to the general
+    path, as are bools and non-numbers."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    filled = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            filled.append(v)
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            v = float(v)
-            largest = _FINITE_MAX[first.dtype]
-            if not -largest <= v <= largest:
-                return None
-            filled.append(torch.full_like(first, v, memory_format=torch.contiguous_format))
-        else:
-            return None
-    return filled
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond double's range: the general path says so
+        return None
+    largest = _FINITE_MAX[dtype]
+    if not -largest <= value <= largest:
+        return None
+    key = (dtype, value, value == 0 and math.copysign(1.0, value) < 0)
+    buffer = _numbers.get(key)
+    if buffer is None or buffer.numel() < n:
+        if len(_numbers) >= _NUMBER_BUFFERS:
+            _numbers.clear()
+        buffer = _numbers[key] = torch.full((max(n, 64),), value, dtype=dtype)
+    return buffer
 
 
-def light(cpu_run, tensors):
-    """The result of the CPU launcher `cpu_run` on `tensors` by the light path
+def light(cpu_run, values):
+    """The result of the CPU launcher `cpu_run` on `values` by the light path
     (`softrep.ops.backend.light_dtype`: same-shape contiguous CPU tensors, no
     autograd to record, at most `cpu_run.serial_max` elements), or None where
     the call needs the general path.  Same kernel, same bits: one call of the
     serial kernel on the tensors' addresses, no autograd Function, no
-    broadcasting, no numpy views.  A Python number among them is filled to
-    the tensors' shape first (`_numbers_filled`)."""
-    for t in tensors:
-        if not isinstance(t, torch.Tensor):
-            lone = [t for t in tensors if isinstance(t, torch.Tensor)]
-            if not lone or backend.light_dtype(lone) is None or lone[0].numel() > cpu_run.serial_max:
-                return None
-            tensors = _numbers_filled(tensors)
-            if tensors is None:
+    broadcasting, no numpy views.  A Python number among them is read from a
+    buffer of equal elements (`_number_buffer`)."""
+    tensors = values
+    for v in values:
+        if not isinstance(v, torch.Tensor):
+            tensors = [t for t in values if isinstance(t, torch.Tensor)]
+            if not tensors:
                 return None
             break
     dtype = backend.light_dtype(tensors)
@@ -117,9 +125,19 @@ def light(cpu_run, tensors):
     n = first.numel()
     if n > cpu_run.serial_max:
         return None
-    result = torch.empty_like(first, memory_format=torch.contiguous_format)
+    if tensors is not values:
+        operands = []  # the buffers stay referenced here until the kernel is done
+        for v in values:
+            if not isinstance(v, torch.Tensor):
+                v = _number_buffer(v, first.dtype, n)
+                if v is None:
+                    return None
+            operands.append(v)
+    else:
+        operands = values
+    result = torch.empty_like(first)  # contiguous like `first` (light_dtype checked)
     if n:
-        cpu_launch.launch_serial(cpu_run, dtype, result.data_ptr(), [t.data_ptr() for t in tensors], n)
+        cpu_run.serial[dtype](result.data_ptr(), *[t.data_ptr() for t in operands], n, cpu_launch.CONTROL_MASK)
     return result
 
 

@@ -421,7 +421,7 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     if m * n * k <= cpu_linalg.SERIAL_FMAS:
         dtype = backend.light_dtype((input, mat2), same_shape=False)
         if dtype is not None:  # the light path: the same chains on the calling thread
-            result = input.new_empty((m, n))
+            result = input.new_empty(m, n)  # the varargs form: torch parses it faster than a tuple
             if result.numel():
                 cpu_linalg.serial_product(dtype, result.data_ptr(), input.data_ptr(), mat2.data_ptr(), m, k, n)
             return result
@@ -584,7 +584,8 @@ SCALED_OUT_FORMATS = {torch.float32: "float32", torch.bfloat16: "bfloat16", torc
 
 def _float8_call(a, b, scale_a, scale_b, out_dtype):
     """True when mm/linear are asked for the scaled float8 product."""
-    return any(isinstance(t, torch.Tensor) and t.dtype in FLOAT8_DTYPES for t in (a, b)) \
+    return (isinstance(a, torch.Tensor) and a.dtype in FLOAT8_DTYPES) \
+        or (isinstance(b, torch.Tensor) and b.dtype in FLOAT8_DTYPES) \
         or scale_a is not None or scale_b is not None or out_dtype is not None
 
 

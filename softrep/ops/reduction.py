@@ -179,7 +179,7 @@ def _extreme(fn, input, dim, keepdim, largest):
     light = light_rows(input, dims, keepdim)
     if light is not None:
         numpy_dtype, m, n, out_shape = light
-        out = input.new_empty(out_shape)
+        out = backend.new_empty(input, out_shape)
         cpu_reduce.serial_extreme(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n, largest)
         return out
     x = scalar_as_1d(input)

@@ -202,13 +202,13 @@ def light_rows(input, dims, keepdim):
     dtype = backend.light_dtype((input,))
     if dtype is None:
         return None
-    shape = input.shape
+    shape = tuple(input.shape)
     kept = len(shape) - len(dims)
-    if dims != tuple(range(kept, len(shape))):
+    if dims and dims[0] != kept:  # dims are sorted and distinct: trailing iff the first is
         return None
-    m = math.prod(shape[:kept])
-    out_shape = shape[:kept] + (1,) * len(dims) if keepdim else shape[:kept]
-    return dtype, m, total // m, out_shape
+    lead = shape[:kept]
+    m = math.prod(lead) if kept else 1
+    return dtype, m, total // m, lead + (1,) * len(dims) if keepdim else lead
 
 
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
@@ -218,7 +218,7 @@ def _sum(input, dim=None, keepdim=False, *, dtype=None):
     light = light_rows(input, dims, keepdim)
     if light is not None:
         numpy_dtype, m, n, out_shape = light
-        out = input.new_empty(out_shape)
+        out = backend.new_empty(input, out_shape)
         cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n)
         return out
     if input.dim() == 0:
