@@ -638,17 +638,34 @@ def test_vectorised_block_partials_follow_the_order(n):
     assert_bits_equal(softrep.sum(strided), ref_reduce(strided.numpy(), (0,), ref_sum_row))
 
 
-@pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100)])
+@pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100),
+                                 (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 640), (16, 1152)])
 def test_short_rows_side_by_side_follow_the_order(m, n):
     # Contiguous float32 rows of a length that is a multiple of 8, up to
     # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py
     # for each whole group of 8 rows and the general path for the rest
-    # (3 x 64: general only; 2056 and 100: general only).
+    # (3 x 64: general only; 2056 and 100: general only), several groups of
+    # 8 rows per work item, and more than one work item.
     x = wide_values(40 + m + n, (m, n), torch.float32)
     assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
     assert_bits_equal(softrep.mean(x, 1), ref_reduce(x.numpy(), (1,), ref_mean_row))
     x3 = x.reshape(1, m, n).expand(2, m, n).contiguous()
     assert_bits_equal(softrep.sum(x3, -1), ref_reduce(x3.numpy(), (2,), ref_sum_row))
+
+
+@pytest.mark.parametrize("n", [64, 640])
+def test_short_rows_side_by_side_give_the_canonical_nan(n):
+    # The 8-rows-per-vector path adds NaN payloads lane by lane; each row's
+    # NaN total must still be the canonical NaN, and the other lanes' rows
+    # must be untouched by it.
+    x = wide_values(7 + n, (16, n), torch.float32)
+    bits = x.view(torch.int32)
+    bits[1, 3] = 0x7FC00123  # a quiet NaN with a payload
+    bits[6, n - 1] = -0x00400000  # 0xFFC00000: a negative quiet NaN
+    x[9, 0], x[9, 5] = float("inf"), float("-inf")  # inf - inf inside the chain
+    got = softrep.sum(x, 1)
+    assert_bits_equal(got, ref_reduce(x.numpy(), (1,), ref_sum_row))
+    assert [int(got.view(torch.int32)[i]) for i in (1, 6, 9)] == [0x7FC00000] * 3
 
 
 @pytest.mark.parametrize("m,n", [(5, 1), (17, 16), (33, 17), (9, 64), (20, 1000), (3, 4096), (2, 4097)])
@@ -700,6 +717,39 @@ def test_key_value_inverts_order_key(dtype):
         np.testing.assert_array_equal(out.view(uint), canonical.view(uint))
         python = np.array([O.key_value(v, O.order_key(v, largest), largest) for v in values[:200]], dtype=dtype)
         np.testing.assert_array_equal(python.view(uint), canonical[:200].view(uint))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_narrow_keys_keep_the_order_of_order_key(dtype):
+    """The CPU row maximum compares narrow keys (int32 for float32) and widens
+    the winner's: narrow keys must order every pair of numbers as order_key
+    does, and widen back to order_key, compiled and in Python."""
+    from numba import njit
+
+    uint = np.uint32 if dtype == np.float32 else np.uint64
+    rng = np.random.default_rng(6)
+    patterns = rng.integers(0, np.iinfo(uint).max, 3000, dtype=uint, endpoint=True)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, np.finfo(dtype).tiny / 2,
+                         -np.finfo(dtype).tiny / 2, np.finfo(dtype).max, -np.finfo(dtype).max], dtype=dtype)
+    values = np.concatenate([patterns.view(dtype), specials])
+
+    @njit
+    def keys(xs, largest, narrow, wide, back):
+        for i in range(xs.size):
+            narrow[i] = O.narrow_key(xs[i], largest)
+            wide[i] = O.order_key(xs[i], largest)
+            back[i] = O.widen_key(xs[i], O.narrow_key(xs[i], largest))
+
+    for largest in (True, False):
+        narrow, wide, back = (np.empty(values.size, np.int64) for _ in range(3))
+        keys(values, largest, narrow, wide, back)
+        np.testing.assert_array_equal(back, wide)
+        np.testing.assert_array_equal(np.argsort(narrow, kind="stable"), np.argsort(wide, kind="stable"))
+        if dtype == np.float32:
+            assert narrow.min() >= -2**31 and narrow.max() <= 2**31 - 1
+        python = [int(O.narrow_key(v, largest)) for v in values[:300]]
+        assert python == narrow[:300].tolist()
+        assert [int(O.widen_key(v, O.narrow_key(v, largest))) for v in values[:300]] == wide[:300].tolist()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

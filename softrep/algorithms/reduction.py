@@ -68,7 +68,7 @@ from numba.core import types as _types
 
 from ..primitives.jit import bitcast, by_type
 from ..primitives.rounding import NAN32, NAN64, ZERO32, ZERO64, add_rn, canonical, jitable, mul_rn, sub_rn
-from ..primitives.vector import add_rn_f32x8
+from ..primitives.vector import LANES, add_rn_f32x8, load_f32x8, store_f32x8
 
 BLOCK = 128  # terms per block partial
 STACK = 64  # stack entries for tree_push / stream_add (63 levels + the open block)
@@ -237,6 +237,56 @@ def order_key(x, largest):
 by_type(order_key, {_types.float32: _key32, _types.float64: _key64})
 
 
+# Narrow keys: float32 numbers ordered by int32 keys, the same order, so that a
+# compiled maximum over a row's keys runs twice as many lanes per vector.  A
+# number's narrow key is its key (the magnitude of a float32 non-NaN is at
+# most 0x7F800000, so its key and the reversed one fit in int32); every NaN
+# has INT32_MAX, above them all.  `widen_key` gives back the int64 key.
+# float64 numbers keep their int64 keys.
+
+_NAN_KEY32 = np.int32(0x7FFFFFFF)
+
+
+@jitable
+def _narrow32(x, largest):
+    bits = bitcast(x)
+    mag = np.int32(bits & _MAG32)
+    key = np.int32(-mag - np.int32(1)) if (bits & _SIGN32) != 0 else mag
+    key = key if largest else np.int32(-key - np.int32(1))
+    return _NAN_KEY32 if x != x else key
+
+
+def narrow_key(x, largest):
+    """An integer key with the order of `order_key(x, largest)`: int32 for
+    float32 x, the int64 key itself for float64."""
+    if isinstance(x, np.float32):
+        return np.int32(0x7FFFFFFF) if x != x else np.int32(order_key(x, largest))
+    return order_key(x, largest)
+
+
+by_type(narrow_key, {_types.float32: _narrow32, _types.float64: _key64})
+
+
+@jitable
+def _widen32(like, key):
+    return _NAN_KEY if key == _NAN_KEY32 else np.int64(key)
+
+
+@jitable
+def _widen64(like, key):
+    return key
+
+
+def widen_key(like, key):
+    """The `order_key` of the number of like's dtype whose `narrow_key` is `key`."""
+    if isinstance(like, np.float32):
+        return _NAN_KEY if key == _NAN_KEY32 else np.int64(key)
+    return key
+
+
+by_type(widen_key, {_types.float32: _widen32, _types.float64: _widen64})
+
+
 # The inverse: the number with a given key.  A key is a number's bits (its
 # magnitude, or -magnitude - 1 for a negative sign), so the key of a row's
 # winner gives the winner's bits without its index; amax and amin need no
@@ -369,3 +419,25 @@ def extend_values_f32x8(p, x):
     is add_rn(p[j], x[j]), lane j of p being the partial of its own block and
     x[j] that block's next element."""
     return add_rn_f32x8(p, x)
+
+
+@jitable
+def sums_from_partials_f32x8(lanes, count):
+    """`sum_from_partials` of 8 float32 sums with the same number of partials
+    at once: lanes[8t : 8t + 8] holds partial t of each sum (lane r: sum r),
+    t < count.  The tree's pairing depends on count alone, so each of its
+    additions is one add_rn_f32x8 of two such vectors, lane r adding exactly
+    what `tree_inplace` adds for sum r; an odd last vector moves up unchanged.
+    Leaves the 8 totals, any NaN made canonical, in lanes[0:8] (the rest of
+    lanes is overwritten)."""
+    width = count
+    while width > 1:
+        half = width // 2
+        for t in range(half):
+            store_f32x8(lanes, t * LANES, add_rn_f32x8(load_f32x8(lanes, 2 * t * LANES),
+                                                       load_f32x8(lanes, (2 * t + 1) * LANES)))
+        if width % 2 == 1:
+            store_f32x8(lanes, half * LANES, load_f32x8(lanes, (width - 1) * LANES))
+        width = width - half
+    for r in range(LANES):
+        lanes[r] = canonical(lanes[r])

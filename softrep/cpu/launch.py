@@ -226,7 +226,7 @@ VECTOR_BITS = host_vector_bits()
 
 
 @intrinsic
-def _prefer_host_vectors(typingctx):
+def prefer_host_vectors(typingctx):
     """Ask LLVM to vectorise the calling function's loops for VECTOR_BITS-wide
     registers (the function attribute "prefer-vector-width").  LLVM's cost
     model prefers 256-bit vectors on most AVX-512 cores, which halves the
@@ -255,7 +255,7 @@ def _decided_chunk(f, fast, marker):
 
     @njit(cache=True, error_model="numpy")
     def chunk(out, x, lo, hi):
-        _prefer_host_vectors()
+        prefer_host_vectors()
         undecided = np.uint32(0)
         for i in range(np.uint64(lo), np.uint64(hi)):
             r, ok = fast(x[i])

@@ -22,9 +22,9 @@ A sum runs in two passes, both parallel over independent work items:
 2. the tree over each row of partials, level by level (`sum_from_partials`).
 
 Short contiguous float32 rows (a multiple of 8 elements, at most
-SHORT_ROW_MAX) take one pass instead: work items of 8 rows, the rows in the
-lanes of one float32x8 vector, each row's tree right after its partials
-(`_short_rows_f32`).
+SHORT_ROW_MAX) take one pass instead: groups of 8 rows, the rows in the
+lanes of one float32x8 vector, the tree right after the partials, in the
+lanes too (`_short_rows_f32`; GROUPS_PER_ITEM groups per work item).
 
 Neither the split into work items nor the thread count enters any addition:
 every partial and every tree node is a fixed function of n.
@@ -50,10 +50,11 @@ from numba.np.arrayobj import populate_array
 
 from ..algorithms.products import tree_carry, tree_finish, tree_slot
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
-                                    improves, key_value, order_key, extreme_scan, sum_from_partials)
+                                    improves, key_value, narrow_key, order_key, extreme_scan, sum_from_partials,
+                                    sums_from_partials_f32x8, widen_key)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
-from .launch import SERIAL_MAX, address_as_pointer, kernel
+from .launch import SERIAL_MAX, address_as_pointer, kernel, prefer_host_vectors
 
 INTERLEAVE = 8  # blocks summed side by side by one work item (row layout)
 OUTPUT_CHUNK = 256  # outputs per work item (column layout)
@@ -188,8 +189,9 @@ def _vector_group_impl(dst, row, start, out_index):
 # of each of the 8 rows, transposes the 8x8 tile (`transpose_f32x8`) and
 # extends the lanes with its 8 columns in k order, so lane r computes exactly
 # row r's left-to-right block partials of docs/order.md, block after block;
-# the tree over each row's partials (`sum_from_partials`) follows in the same
-# work item, while the partials are still in L1.  Rows must be contiguous
+# the tree over the partials follows in the same work item, while they are
+# still in L1, as vectors too (`sums_from_partials_f32x8`: the 8 rows have
+# the same length, so the same pairing).  Rows must be contiguous
 # float32 with a length that is a multiple of 8 (every block is then whole
 # columns of tiles); other shapes take the general path.
 
@@ -211,36 +213,44 @@ _C32 = types.Array(types.float32, 1, "C")
 _C32_2D = types.Array(types.float32, 2, "C")
 
 
-@kernel("reduce.values.eight_rows", (_OUT32, _C32_2D, _C32, _C32, types.int64, types.int64))
+@kernel("reduce.values.eight_rows", (_OUT32, _C32, _C32, types.int64, types.int64, types.int64))
 @njit(cache=True)
-def _eight_rows_f32(out, P, lanes, flat, n, i0):
-    # Rows i0 .. i0+7 of x (flat, C-contiguous, rows of n elements, n % 8 == 0);
-    # P (rows, blocks) and lanes (8 * blocks) are scratch.
-    nb = P.shape[1]
-    base = i0 * n
-    for j in range(nb):
-        s = base + j * BLOCK
-        stop = base + min(j * BLOCK + BLOCK, n)
-        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, s, n)
-        p = c0  # each block's partial begins with its first element (VALUES.begin)
-        p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
-        for k in range(s + LANES, stop, LANES):
-            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, k, n)
-            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
-        store_f32x8(lanes, j * LANES, p)
-    for r in range(LANES):
-        row = P[i0 + r]
+def _eight_rows_f32(out, lanes, flat, n, g0, g1):
+    # Groups g0 .. g1-1 of 8 rows of x (flat, C-contiguous, rows of n
+    # elements, n % 8 == 0), group g = rows 8g .. 8g+7; lanes (8 * blocks)
+    # is scratch: vector j holds block j's partials of the 8 rows.
+    nb = (n + BLOCK - 1) // BLOCK
+    for g in range(g0, g1):
+        i0 = g * LANES
+        base = i0 * n
         for j in range(nb):
-            row[j] = lanes[j * LANES + r]
-        out[i0 + r] = sum_from_partials(row, nb)
+            s = base + j * BLOCK
+            stop = base + min(j * BLOCK + BLOCK, n)
+            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, s, n)
+            p = c0  # each block's partial begins with its first element (VALUES.begin)
+            p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
+            for k in range(s + LANES, stop, LANES):
+                c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, k, n)
+                p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+            store_f32x8(lanes, j * LANES, p)
+        sums_from_partials_f32x8(lanes, nb)
+        for r in range(LANES):
+            out[i0 + r] = lanes[r]
 
 
-@kernel("reduce.values.short_rows", (_OUT32, _C32_2D, _C32_2D, _C32, types.int64))
+# Groups of 8 rows per work item: each work item's call passes three arrays,
+# whose reference counts the threads would otherwise update once per group.
+GROUPS_PER_ITEM = 16
+
+
+@kernel("reduce.values.short_rows", (_OUT32, _C32_2D, _C32, types.int64))
 @njit(parallel=True, cache=True)
-def _short_rows_f32(out, P, lanes, flat, n):
-    # One work item per group of 8 rows (rows beyond the last whole group are the caller's).
-    for g in prange(lanes.shape[0]):
-        _eight_rows_f32(out, P, lanes[g], flat, n, g * LANES)
+def _short_rows_f32(out, lanes, flat, n):
+    # One work item per GROUPS_PER_ITEM groups of 8 rows (lanes: one scratch
+    # row per work item); rows beyond the last whole group are the caller's.
+    groups = out.shape[0] // LANES
+    for w in prange(lanes.shape[0]):
+        _eight_rows_f32(out, lanes[w], flat, n, w * GROUPS_PER_ITEM, min(w * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
 
 
 def _short_rows(x):
@@ -390,12 +400,13 @@ def blocked_sum(sums):
         nb = (n + BLOCK - 1) // BLOCK
         if plain_values and _short_rows(x):
             groups = M // LANES
-            P = np.empty((M, nb), dtype=x.dtype)
-            _short_rows_f32(out, P, np.empty((groups, nb * LANES), dtype=x.dtype), x.reshape(-1), n)
+            items = (groups + GROUPS_PER_ITEM - 1) // GROUPS_PER_ITEM
+            _short_rows_f32(out, np.empty((items, nb * LANES), dtype=x.dtype), x.reshape(-1), n)
             rest = groups * LANES
             if rest < M:
-                row_partials(P[rest:], x[rest:], center[rest:])
-                _combine(out[rest:], P[rest:])
+                P = np.empty((M - rest, nb), dtype=x.dtype)
+                row_partials(P, x[rest:], center[rest:])
+                _combine(out[rest:], P)
         elif _outputs_contiguous(x):
             P = np.empty((nb, M), dtype=x.dtype)
             column_partials(P, x.T, center)
@@ -596,12 +607,15 @@ EXTREME_RUN = 16  # elements tested together for the winner's key
 
 @register_jitable
 def _best_key(row, n, largest):
-    best = order_key(row[0], largest)
+    # The maximum over narrow keys (int32 for float32: twice the lanes per
+    # vector, of the host's width), widened to the winner's `order_key`.
+    prefer_host_vectors()
+    best = narrow_key(row[0], largest)
     for k in range(1, n):
-        key = order_key(row[k], largest)
+        key = narrow_key(row[k], largest)
         if improves(key, best):
             best = key
-    return best
+    return widen_key(row[0], best)
 
 
 @register_jitable
