@@ -132,7 +132,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     win = keys[:, torch.where(table >= 0, table, H * W)]  # (P, OH*OW, K); padding has the lowest key
     best = win.amax(-1, keepdim=True)
     # first winning position, independent of any tie rule of an argmax
-    first = torch.where(win == best, torch.arange(K, device=x.device), K).amin(-1)  # (P, OH*OW)
+    # (.min's values, not .amin: torch's int64 amin over short rows is 30x slower here)
+    first = torch.where(win == best, torch.arange(K, device=x.device), K).min(-1).values  # (P, OH*OW)
     idx = table[torch.arange(OH * OW, device=x.device), first]  # (P, OH*OW), in-plane
     glob = (idx + (torch.arange(P, device=x.device) * (H * W))[:, None]).reshape(-1)
     out = gather_rows(x.reshape(-1, 1), glob).reshape(N, C, OH, OW)
