@@ -13,6 +13,9 @@ import torch
 import softrep.ops.math as M
 import softrep.tools.verify_f64 as V64
 from softrep.algorithms.math.explog64 import EXP12_TH, EXP12_TL, LOG_INV, LOG_TH, LOG_TL, exp_dd_fast, log_dd_fast
+from softrep.algorithms.math.core import LN10_H, LN10_L
+from softrep.algorithms.math.exp10 import exp10_dd_fast, exp10_fast64
+from softrep.algorithms.math.exp2 import exp2_dd_fast, exp2_fast64
 from softrep.algorithms.math.tanh import tanh_series_fast
 from softrep.algorithms.math.trig64 import COS, SIN, TAN, trig_fast64, trig_fast64_cody_waite
 from softrep.cpu.launch import SERIAL_MAX
@@ -48,6 +51,52 @@ def test_exp_dd_fast_error_bound():
             h, l, q = exp_dd_fast(np.float64(x))
             worst = max(worst, relative_error(h, l, q, gmpy2.exp(gmpy2.mpfr(float(x)))))
         assert worst < gmpy2.mpfr(2) ** -78.1
+
+
+def test_exp2_dd_fast_error_bound():
+    """exp2.exp2_dd_fast: relative error < 2^-78.1 (argued in exp2.py; the
+    rounding test of exp2_fast64 assumes it).  Arguments: uniform over the
+    range, small ones, and those with the largest reduced argument |t| (odd
+    multiples of 2^-13, halfway between two k/4096); every integer power is
+    decided as exactly 2^x."""
+    rng = np.random.Generator(np.random.PCG64(9))
+    halves = (2 * rng.integers(-2**22, 2**22, 1000) + 1) * 2.0**-13
+    xs = np.concatenate([rng.uniform(-1075.9, 1075.9, 2000), rng.uniform(-1, 1, 500) * np.exp2(rng.integers(-80, 0, 500)),
+                         halves[np.abs(halves) < 1075.9], [0.0, -0.0, 1075.9, -1075.9, 1023.9, -1021.9, 5e-324]])
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for x in xs:
+            h, l, q = exp2_dd_fast(np.float64(x))
+            worst = max(worst, relative_error(h, l, q, gmpy2.exp2(gmpy2.mpfr(float(x)))))
+        assert worst < gmpy2.mpfr(2) ** -78.1
+    for e in range(-1021, 1024):
+        assert exp2_fast64(np.float64(e)) == (2.0**e, True), e
+
+
+def test_exp10_dd_fast_error_bound():
+    """exp10.exp10_dd_fast: relative error < 2^-78.1 (argued in exp10.py; the
+    rounding test of exp10_fast64 assumes it), with LN10_H + LN10_L within
+    2^-106.3 of ln10 (the analysis uses it).  Arguments: uniform over the
+    range, small ones, and those with the largest reduced argument (halfway
+    between two k log10(2)/4096).  The powers 10^0 .. 10^22 (doubles) are
+    decided as themselves; 10^23, an exact midpoint, is left undecided."""
+    with gmpy2.context(precision=300):
+        split = abs(gmpy2.log(10) - gmpy2.mpfr(float(LN10_H)) - gmpy2.mpfr(float(LN10_L)))
+        assert split < gmpy2.mpfr(2) ** -106.3
+    rng = np.random.Generator(np.random.PCG64(10))
+    step = float(gmpy2.log10(2)) / 4096
+    halves = (rng.integers(-2**20, 2**20, 1000) + 0.5) * step
+    xs = np.concatenate([rng.uniform(-324.0, 324.0, 2000), rng.uniform(-1, 1, 500) * np.exp2(rng.integers(-80, 0, 500)),
+                         halves[np.abs(halves) < 324], [0.0, -0.0, 324.0, -324.0, 308.2, -307.6, 5e-324]])
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for x in xs:
+            h, l, q = exp10_dd_fast(np.float64(x))
+            worst = max(worst, relative_error(h, l, q, gmpy2.exp10(gmpy2.mpfr(float(x)))))
+        assert worst < gmpy2.mpfr(2) ** -78.1
+    for n in range(23):
+        assert exp10_fast64(np.float64(n)) == (float(10**n), True), n
+    assert not exp10_fast64(np.float64(23))[1]
 
 
 def test_log_tables():
@@ -146,6 +195,8 @@ def test_trig_fast_without_branches_is_trig_fast64():
 LAUNCH_CASES = {
     # name: (a uniform range that the fast path evaluates, a range it leaves undecided or is weakest in)
     "exp": ((-700.0, 700.0), (-745.2, -708.3)),
+    "exp2": ((-1020.0, 1020.0), (-1075.0, -1021.9)),  # subnormal results: the double-double path
+    "exp10": ((-300.0, 300.0), (-323.6, -307.6)),
     "tanh": ((-20.0, 20.0), (2.0**-27, 2.0**-6)),  # the series
     "sigmoid": ((-700.0, 40.0), (-745.2, -700.0)),
     "sin": ((-10.0, 10.0), (2.0**20, 2.0**40)),  # Payne-Hanek

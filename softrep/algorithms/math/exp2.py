@@ -10,7 +10,9 @@ Fast path exp_core(z) (2^-50.5); accurate path exp_dd(z) (2^-92).
 Integer x gives exactly 2^x on the fast path (the reduced argument is ~2^-100
 and e^r rounds to 1), which passes the rounding test.
 
-float64 (`exp2_f64`, correctly rounded; scheme: multiword.py): k = round(64 x)
+float64 (`exp2_f64`, correctly rounded; scheme: multiword.py): first a plain
+double fast path (`exp2_fast64`: exp2_dd_fast, below, and a four-addition
+rounding test, branch-free), then, where it cannot decide: k = round(64 x)
 and t = x - k/64 are exact (64 x is exact, and 64 x - k is exact by Sterbenz's
 lemma), |t| <= 1/128; 2^x = 2^(k/64) e^(t ln2) with t ln2 formed exactly to
 2^-106 (double-double: two_prod and one fma) or 2^-158 (triple-double: two
@@ -25,9 +27,10 @@ handles subnormal results.
 import numpy as np
 
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
-from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
+from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, pow2, round_if_safe,
                     two_prod)
-from .explog64 import LN2_TH, LN2_TL, LN2_TM, SHIFT, exp_dd_reduced, exp_td_reduced
+from .exact64 import bracket_err
+from .explog64 import LN2_TH, LN2_TL, LN2_TM, SHIFT, exp_dd_reduced, exp_reduced_fast, exp_td_reduced
 from .multiword import dd_error, td_add, td_round, ziv_round
 
 EXP2_OVERFLOW = np.float32(128.0)
@@ -68,8 +71,69 @@ def exp2_reduce64(x):
     return kd, mul_rn(sub_rn(y, kd), INV_SIXTY_FOUR)
 
 
+# --------------------------------------------------------------------------- the plain-double fast path
+#
+# y = 4096 x is exact (a power-of-two scaling; |x| <= 1076 cannot overflow),
+# k = round(y) as a double (SHIFT: |y| < 2^23), and y - k is exact (both are
+# multiples of y's quantum, |y - k| <= 1/2), so t = (y - k)/4096 is exact:
+# x = k/4096 + t, |t| <= 2^-13, and 2^x = 2^(k/4096) e^(t ln2).  t ln2 as
+# rh + rl: (rh, e) = t LN2_H exactly (two_prod), rl = RN(t LN2_L + e):
+# |rh| <= 2^-13 ln2 (1 + 2^-53) < 2^-13.52, |e| <= ulp(rh)/2 <= 2^-67,
+# |t LN2_L| < 2^-13 * 2^-55.26 = 2^-68.26, so |rl| < 2^-66.4; the fma
+# rounds by at most 2^-119 and LN2_H + LN2_L misses ln2 by < 2^-108, times
+# |t| <= 2^-13: rh + rl is t ln2 within 2^-118, a relative error of e^(t ln2)
+# below 2^-118.  These are the bounds explog64.exp_reduced_fast assumes
+# (|k| <= 4096 * 1076 < 2^23, |rh| < 2^-13.5, |rl| < 2^-66), so
+# (h + l) 2^q is 2^x within 2^-78.2 + 2^-101 + 2^-118 < 2^-78.1 relative,
+# the bound of exp's fast path, and the same window (2^-74 h) serves.
+#
+# Range: for -1021.9 <= x <= 1023.9, 2^x is a normal double and (h + l) is
+# within 2^-78 of 2^x / 2^q, so RN(h + l) 2^q is exact, as in exp_fast64.
+# Integer x: t = 0, so rh = rl = 0, e^0 is formed as exactly 1 and the table
+# entries are 1: h + l = 1 exactly, decided.  For every other double x, 2^x
+# is irrational, so no other result is a double or a midpoint.
+
+FOUR_096 = F64(4096.0)
+INV_FOUR_096 = F64(1.0 / 4096.0)
+EXP2_64_FAST_LO = F64(-1021.9)
+EXP2_64_FAST_HI = F64(1023.9)
+EXP2_64_FAST_EPS = F64(2.0**-74)
+
+
+@jitable
+def exp2_dd_fast(x):
+    """(h, l, q): 2^x = (h + l) 2^q with relative error < 2^-78.1, for
+    |x| <= 1076, h in [0.9999, 2.0002]; branch-free (the analysis is above)."""
+    y = mul_rn(x, FOUR_096)
+    kd = sub_rn(add_rn(y, SHIFT), SHIFT)
+    t = mul_rn(sub_rn(y, kd), INV_FOUR_096)
+    rh, e = two_prod(t, LN2_H)
+    return exp_reduced_fast(kd, rh, fma_rn(t, LN2_L, e))
+
+
 @jitable
 def exp2_fast64(x):
+    """(2^x correctly rounded, True), or (anything, False) where the fast path
+    cannot decide: exp2_dd_fast and a rounding test of four additions
+    (exact64.bracket_err), for -1021.9 <= x <= 1023.9; NaN, and beyond the
+    overflow and underflow thresholds, inf and +0.  Branch-free (arguments
+    outside are replaced by 0 and their result discarded), so that the CPU
+    launcher vectorises it.  Undecided: about one argument in 2^20, and the
+    subnormal or nearly overflowing results, which `exp2_f64` hands to the
+    double-double path."""
+    inside = (x >= EXP2_64_FAST_LO) & (x <= EXP2_64_FAST_HI)
+    h, l, q = exp2_dd_fast(x if inside else ZERO64)
+    lo, hi = bracket_err(h, l, mul_rn(h, EXP2_64_FAST_EPS))
+    r = mul_rn(lo, pow2(q))
+    above, below, nan = x >= EXP2_64_OVERFLOW, x <= EXP2_64_UNDERFLOW, x != x
+    r = INF64 if above else r
+    r = ZERO64 if below else r
+    r = x if nan else r
+    return r, (inside & (lo == hi)) | above | below | nan
+
+
+@jitable
+def exp2_dd_fast64(x):
     if x != x:
         return x, True
     if x >= EXP2_64_OVERFLOW:
@@ -86,6 +150,9 @@ def exp2_fast64(x):
 @jitable
 def exp2_f64(x):
     r, ok = exp2_fast64(x)
+    if ok:
+        return r
+    r, ok = exp2_dd_fast64(x)
     if ok:
         return r
     kd, t = exp2_reduce64(x)

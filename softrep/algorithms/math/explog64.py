@@ -486,6 +486,17 @@ def exp_dd_fast(x):
     ph, pl = two_prod(kd, EXP12_L2)
     rh, e = two_sum(r0, negate(ph))
     rl = sub_rn(e, fma_rn(kd, EXP12_L3, pl))
+    return exp_reduced_fast(kd, rh, rl)
+
+
+@jitable
+def exp_reduced_fast(kd, rh, rl):
+    """(h, l, q): 2^(k/4096) e^(rh + rl) = (h + l) 2^q for an integer k = kd
+    (|k| < 2^23), |rh| < 2^-13.5, |rl| < 2^-66; relative error < 2^-78.2 +
+    2^-101 against 2^(k/4096) e^(rh + rl) (the second and third items of the
+    analysis above, which assume no more of the reduction than these bounds),
+    h in [0.9999, 2.0002]; branch-free.  The second half of exp_dd_fast, and
+    of exp2's fast path (exp2.exp2_dd_fast)."""
     p = fma_rn(rh, E5, E4)
     p = fma_rn(rh, p, E3)
     p = fma_rn(rh, p, E2)
