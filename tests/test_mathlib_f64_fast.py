@@ -12,7 +12,8 @@ import torch
 
 import softrep.ops.math as M
 import softrep.tools.verify_f64 as V64
-from softrep.algorithms.math.explog64 import EXP12_TH, EXP12_TL, LOG_INV, LOG_TH, LOG_TL, exp_dd_fast, log_dd_fast
+from softrep.algorithms.math.explog64 import (EXP12_TH, EXP12_TL, LOG_INV, LOG_TH, LOG_TL, exp_dd_fast, exp_pm_fast,
+                                              log_dd_fast)
 from softrep.algorithms.math.core import LN10_H, LN10_L
 from softrep.algorithms.math.exp10 import exp10_dd_fast, exp10_fast64
 from softrep.algorithms.math.exp2 import exp2_dd_fast, exp2_fast64
@@ -97,6 +98,35 @@ def test_exp10_dd_fast_error_bound():
     for n in range(23):
         assert exp10_fast64(np.float64(n)) == (float(10**n), True), n
     assert not exp10_fast64(np.float64(23))[1]
+
+
+def test_exp_pm_fast_error_bound():
+    """explog64.exp_pm_fast (the fast paths of cosh and sinh): e^a + e^-a
+    within 2^-78.09 relative, e^a - e^-a within 2^-78.09 coth(a) + 2^-104.4
+    (argued in explog64.py; cosh_fast64 and sinh_fast64 assume them).
+    Arguments: uniform up to 710.47, small ones, and those with the largest
+    reduced argument of exp_dd_fast.  cosh(0) is decided as exactly 1."""
+    from softrep.algorithms.math.cosh import cosh_fast64
+
+    rng = np.random.Generator(np.random.PCG64(11))
+    step = float(gmpy2.log(2)) / 4096
+    halves = (rng.integers(0, 2**22, 600) + 0.5) * step
+    xs = np.concatenate([rng.uniform(0, 710.47, 1500), np.exp2(rng.uniform(-40, 3, 500)),
+                         halves[halves <= 710.47], [0.0, 2.0**-5, 710.47, 5e-324]])
+    worst_sum = worst_diff = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for a in xs:
+            a = np.float64(a)
+            big, small = gmpy2.exp(gmpy2.mpfr(float(a))), gmpy2.exp(-gmpy2.mpfr(float(a)))
+            h, l, q = exp_pm_fast(a, False)
+            worst_sum = max(worst_sum, relative_error(h, l, q, big + small))
+            if a > 0:
+                h, l, q = exp_pm_fast(a, True)
+                coth = (big + small) / (big - small)
+                worst_diff = max(worst_diff, (relative_error(h, l, q, big - small) - gmpy2.mpfr(2) ** -104.4) / coth)
+        assert worst_sum < gmpy2.mpfr(2) ** -78.09
+        assert worst_diff < gmpy2.mpfr(2) ** -78.09
+    assert cosh_fast64(np.float64(0.0)) == (1.0, True)
 
 
 def test_log_tables():
@@ -197,6 +227,8 @@ LAUNCH_CASES = {
     "exp": ((-700.0, 700.0), (-745.2, -708.3)),
     "exp2": ((-1020.0, 1020.0), (-1075.0, -1021.9)),  # subnormal results: the double-double path
     "exp10": ((-300.0, 300.0), (-323.6, -307.6)),
+    "cosh": ((-700.0, 700.0), (710.47, 710.48)),  # nearly overflowing results: the double-double path
+    "sinh": ((-700.0, 700.0), (2.0**-26, 2.0**-5)),  # the series
     "tanh": ((-20.0, 20.0), (2.0**-27, 2.0**-6)),  # the series
     "sigmoid": ((-700.0, 40.0), (-745.2, -700.0)),
     "sin": ((-10.0, 10.0), (2.0**20, 2.0**40)),  # Payne-Hanek

@@ -9,6 +9,12 @@ for instance near |x| = 2^-11.5, where cosh x = 1 + x^2/2 comes within 2^-71 of
 the midpoint 1 + 2^-24.
 
 float64 (`cosh_f64`, correctly rounded; scheme: multiword.py), on a = |x|:
+first a plain-double fast path (`cosh_fast64`, branch-free): (E + 1/E)/2
+from explog64.exp_pm_fast (relative error < 2^-78.09), tested with four
+additions in a window of 2^-74 (more than twice the bound), for a <= 710.47
+(the result is at most 2^1023.99, a normal double: RN(h + l) 2^(q-1) is
+exact).  cosh(0) = 1 is decided exactly (E = 1/E = 1); every other cosh x
+is transcendental, never a double or a midpoint.  Where it cannot decide:
 * a < 2^-26: cosh a = 1 + a^2/2 + ... < 1 + 2^-53, below the midpoint above 1:
   the result is 1.
 * otherwise (e^a + e^-a)/2 from explog64.exp_pm_dd / exp_pm_td, a sum of
@@ -19,9 +25,10 @@ float64 (`cosh_f64`, correctly rounded; scheme: multiword.py), on a = |x|:
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn
-from .core import (abs32, neg32, F64, HALF, INF32, NAN32, ONE, ZERO, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
-                    round_if_safe)
-from .explog64 import exp_pm_dd, exp_pm_td
+from .core import (abs32, neg32, F64, HALF, INF32, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_core,
+                    exp_dd, pow2, round_if_safe)
+from .exact64 import bracket_err
+from .explog64 import exp_pm_dd, exp_pm_fast, exp_pm_td
 from .multiword import dd_error, td_round, ziv_round
 
 COSH_OVERFLOW = np.float32(90.0)
@@ -51,8 +58,34 @@ INF64 = F64(np.inf)
 ONE64 = F64(1.0)
 
 
+COSH64_FAST_HI = F64(710.47)
+COSH64_FAST_EPS = F64(2.0**-74)
+
+
+@jitable
+def half_scaled(r, q):
+    """r 2^(q-1) for 1/8 <= r < 4 and 0 <= q <= 1025 (exact unless it
+    overflows): 2^(q-2), a double for every such q, then a doubling."""
+    return mul_rn(mul_rn(r, pow2(q - np.int32(2))), TWO)
+
+
 @jitable
 def cosh_fast64(x):
+    """(cosh x correctly rounded, True), or (anything, False) where the fast
+    path cannot decide (the analysis is above); branch-free."""
+    a = fabs(x)
+    inside = a <= COSH64_FAST_HI
+    h, l, q = exp_pm_fast(a if inside else ZERO, False)
+    lo, hi = bracket_err(h, l, mul_rn(h, COSH64_FAST_EPS))
+    r = half_scaled(lo, q)
+    above, nan = a > COSH64_OVERFLOW, x != x
+    r = INF64 if above else r
+    r = x if nan else r
+    return r, (inside & (lo == hi)) | above | nan
+
+
+@jitable
+def cosh_dd_fast64(x):
     if x != x:
         return x, True
     a = fabs(x)
@@ -67,6 +100,9 @@ def cosh_fast64(x):
 @jitable
 def cosh_f64(x):
     r, ok = cosh_fast64(x)
+    if ok:
+        return r
+    r, ok = cosh_dd_fast64(x)
     if ok:
         return r
     h, m, l, q = exp_pm_td(fabs(x), False)

@@ -66,7 +66,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
+from ...primitives.rounding import add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, LN2_H, LN2_L, dd_add, dd_div, dd_mul, fast_two_sum,
                    log_core, log_reduce, pow2, two_prod, two_sum)
 from .multiword import FIX, LN10_Q, LN2_FIX, LN2_Q, fix_fraction, td_add, td_const, td_div, td_mul
@@ -511,6 +511,46 @@ def exp_reduced_fast(kd, rh, rl):
     th, tl = dd_mul(EXP_TH[i], EXP_TM[i], EXP12_TH[j], EXP12_TL[j])
     h, l = dd_mul(th, tl, eh, el)
     return h, l, k >> np.int32(12)
+
+
+# --------------------------------------------------------------------------- e^a +- e^-a, fast path in double
+#
+# For cosh and sinh: E = e^a = (h + l) 2^q from exp_dd_fast (relative error
+# < 2^-78.1), 1/E = (rh + rl) 2^-q with rh = RN(1/h) and the residual
+# e1 = h rh - 1 exact (one fma: the residual of a correctly rounded
+# quotient is a double), so 1/(h + l) = rh/(1 + u), u = e1 + l rh, |u| <=
+# 2^-53 + 2^-52 * 1.0002 < 2^-51.4; rl = RN(-rh RN(u)) (two roundings of
+# < 2^-104.4 relative each) and the dropped u^2 < 2^-102.8: rh + rl is
+# 1/(h + l) within 2^-101.8, so 1/E within 2^-78.1 + 2^-101.8 relative.
+# The second term is scaled by 2^(-2q) relative to the first; for q > 400
+# it is dropped (0 stands for it), an error below 2^-799 relative to the
+# first term.  So no operand is ever subnormal: x86 takes a microcode assist
+# of about a hundred cycles per subnormal operand or result.  dd_add (its
+# relative error < 2^-104.4 whatever the signs: Joldes, Muller and Popescu,
+# 2017) then gives, relative to the result:
+#     E + 1/E: < 2^-78.1 + 2^-101.8 + 2^-104.4 < 2^-78.09;
+#     E - 1/E: < 2^-78.09 coth(a) + 2^-104.4 (a > 0), the terms' absolute
+#     errors over the difference.
+
+
+_Q_DROP = np.int32(400)
+
+
+@jitable
+def exp_pm_fast(a, subtract):
+    """(h, l, q): e^a + e^-a (or e^a - e^-a with `subtract`) = (h + l) 2^q for
+    0 <= a <= 746, with the relative errors above; branch-free."""
+    h, l, q = exp_dd_fast(a)
+    rh = div_rn(ONE, h)
+    e1 = fma_rn(h, rh, negate(ONE))
+    rl = mul_rn(negate(rh), fma_rn(l, rh, e1))
+    s = pow2(np.int32(-2) * min(q, _Q_DROP))
+    s = ZERO if q > _Q_DROP else s
+    th, tl = mul_rn(rh, s), mul_rn(rl, s)
+    th = negate(th) if subtract else th
+    tl = negate(tl) if subtract else tl
+    h, l = dd_add(h, l, th, tl)
+    return h, l, q
 
 
 # --------------------------------------------------------------------------- logarithm, fast path in double
