@@ -525,12 +525,17 @@ def exp_reduced_fast(kd, rh, rl):
 # The second term is scaled by 2^(-2q) relative to the first; for q > 400
 # it is dropped (0 stands for it), an error below 2^-799 relative to the
 # first term.  So no operand is ever subnormal: x86 takes a microcode assist
-# of about a hundred cycles per subnormal operand or result.  dd_add (its
-# relative error < 2^-104.4 whatever the signs: Joldes, Muller and Popescu,
-# 2017) then gives, relative to the result:
-#     E + 1/E: < 2^-78.1 + 2^-101.8 + 2^-104.4 < 2^-78.09;
-#     E - 1/E: < 2^-78.09 coth(a) + 2^-104.4 (a > 0), the terms' absolute
-#     errors over the difference.
+# of about a hundred cycles per subnormal operand or result.  The sum of
+# (h, l) and the scaled (th, tl), |th| <= 1.0001 |h|: (s, e) = h + th
+# exactly (two_sum), e + RN(l + tl) rounds twice, by at most 2^-53 (|l| +
+# |tl|) + 2^-53 (|e| + |l| + |tl|) (1 + 2^-53) < 2^-104 (|h| + |th|) +
+# 2^-106 |s|, and fast_two_sum is exact (|e| is far below |s|).  (The
+# shorter sum than dd_add's keeps the loop vectorised.)  Relative to the
+# result:
+#     E + 1/E: < 2^-78.1 + 2^-101.8 + 2^-103.9 < 2^-78.09;
+#     E - 1/E: < 2^-78.09 coth(a) + 2^-99 for a >= 2^-5 (the terms' absolute
+#     errors over the difference, and |h| + |th| < 33 |h - th|, as
+#     1 - e^(-2a) > 1/16.5).
 
 
 _Q_DROP = np.int32(400)
@@ -539,7 +544,8 @@ _Q_DROP = np.int32(400)
 @jitable
 def exp_pm_fast(a, subtract):
     """(h, l, q): e^a + e^-a (or e^a - e^-a with `subtract`) = (h + l) 2^q for
-    0 <= a <= 746, with the relative errors above; branch-free."""
+    0 <= a <= 746 (a >= 2^-5 with `subtract`), with the relative errors
+    above; branch-free."""
     h, l, q = exp_dd_fast(a)
     rh = div_rn(ONE, h)
     e1 = fma_rn(h, rh, negate(ONE))
@@ -549,8 +555,9 @@ def exp_pm_fast(a, subtract):
     th, tl = mul_rn(rh, s), mul_rn(rl, s)
     th = negate(th) if subtract else th
     tl = negate(tl) if subtract else tl
-    h, l = dd_add(h, l, th, tl)
-    return h, l, q
+    s, e = two_sum(h, th)
+    s, e = fast_two_sum(s, add_rn(e, add_rn(l, tl)))
+    return s, e, q
 
 
 # --------------------------------------------------------------------------- logarithm, fast path in double

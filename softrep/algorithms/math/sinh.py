@@ -16,7 +16,7 @@ error 2^-92 E turns into a relative one < 2^-92 E/sinh|x| <= 2^-67 for
 float64 (`sinh_f64`, correctly rounded; scheme: multiword.py), on a = |x|:
 first a plain-double fast path (`sinh_fast64`, branch-free): for
 2^-5 <= a <= 710.47, (E - 1/E)/2 from explog64.exp_pm_fast, relative error
-< 2^-78.09 coth(a) + 2^-104.4 <= 2^-78.09 * 32.01 + 2^-104.4 < 2^-73.08,
+< 2^-78.09 coth(a) + 2^-99 <= 2^-78.09 * 32.01 + 2^-99 < 2^-73.08,
 tested with four additions in a window of 2^-70 (more than twice the
 bound); the result is at least 0.03, at most 2^1023.99, a normal double, so
 RN(h + l) 2^(q-1) is exact.  sinh x is transcendental for x != 0, never a
@@ -149,12 +149,10 @@ def sinh_fast64(x):
     inside = (a >= SINH64_SERIES) & (a <= SINH64_FAST_HI)
     h, l, q = exp_pm_fast(a if inside else SINH64_SERIES, True)
     lo, hi = bracket_err(h, l, mul_rn(h, SINH64_FAST_EPS))
-    r = half_scaled(lo, q)
-    r = negate(r) if x < ZERO64 else r
     tiny, above, nan = a < SINH64_TINY, a > SINH64_OVERFLOW, x != x
-    r = x if tiny else r
-    r = (negate(INF64) if x < ZERO64 else INF64) if above else r
-    r = x if nan else r
+    r = INF64 if above else half_scaled(lo, q)
+    r = negate(r) if x < ZERO64 else r
+    r = x if tiny | nan else r
     return r, (inside & (lo == hi)) | tiny | above | nan
 
 
