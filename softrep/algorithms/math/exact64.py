@@ -30,6 +30,10 @@ promoted to float64 by Numba).
 import numpy as np
 
 from ...primitives.rounding import add_rd, add_rn, add_ru, bitcast, jitable, mul_rn, mul_ru, sub_rd, sub_rn
+from .core import pow2
+
+_INF64 = np.float64(np.inf)
+_ZERO64 = np.float64(0.0)
 
 F64 = np.float64
 U64 = np.uint64
@@ -105,6 +109,23 @@ def bracket_err(h, l, err):
     the normal range (they are not scaled afterwards).  Four additions: the
     cheap rounding test of the fast paths."""
     return add_rn(h, sub_rn(l, err)), add_rn(h, add_rn(l, err))
+
+
+@jitable
+def decide_scaled(x, h, l, q, eps, inside, above, below):
+    """The decision of the exponential-like plain-double fast paths (exp,
+    exp2, exp10): RN((h + l) 2^q) by `bracket_err` with err = eps h where
+    `inside` (there the scaled result is a normal double, so RN(h + l) 2^q
+    is exact and is the rounded result), inf where `above`, +0 where
+    `below`, x itself for a NaN x; and whether the result is decided.
+    Selects only, so the callers stay branch-free."""
+    lo, hi = bracket_err(h, l, mul_rn(h, eps))
+    r = mul_rn(lo, pow2(q))
+    nan = x != x
+    r = _INF64 if above else r
+    r = _ZERO64 if below else r
+    r = x if nan else r
+    return r, (inside & (lo == hi)) | above | below | nan
 
 
 @jitable

@@ -17,9 +17,9 @@ triple-double version.
 
 import numpy as np
 
-from ...primitives.rounding import jitable, mul_rn
-from .core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, pow2, round_if_safe
-from .exact64 import bracket_err
+from ...primitives.rounding import jitable
+from .core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
+from .exact64 import decide_scaled
 from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, td_round, ziv_round
 
@@ -76,13 +76,7 @@ def exp_fast64(x):
     overflowing results), which `exp_f64` hands to the double-double path."""
     inside = (x >= EXP64_FAST_LO) & (x <= EXP64_FAST_HI)
     h, l, q = exp_dd_fast(x if inside else ZERO)
-    lo, hi = bracket_err(h, l, mul_rn(h, EXP64_FAST_EPS))
-    r = mul_rn(lo, pow2(q))
-    above, below, nan = x > EXP64_OVERFLOW, x < EXP64_UNDERFLOW, x != x
-    r = INF64 if above else r
-    r = ZERO if below else r
-    r = x if nan else r
-    return r, (inside & (lo == hi)) | above | below | nan
+    return decide_scaled(x, h, l, q, EXP64_FAST_EPS, inside, x > EXP64_OVERFLOW, x < EXP64_UNDERFLOW)
 
 
 @jitable

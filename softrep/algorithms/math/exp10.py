@@ -29,9 +29,9 @@ import numpy as np
 from fractions import Fraction
 
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import (F64, INF32, LN10_H, LN10_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, pow2, round_if_safe,
+from .core import (F64, INF32, LN10_H, LN10_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
                     two_prod, two_sum)
-from .exact64 import bracket_err
+from .exact64 import decide_scaled
 from .explog64 import EXP12_L1, EXP12_L2, EXP12_L3, LN10_TD, SHIFT, exp_dd as exp_dd64, exp_reduced_fast, exp_td
 from .multiword import LN10_Q, LN2_Q, dd_error, td_add, td_round, ziv_round
 
@@ -145,13 +145,7 @@ def exp10_fast64(x):
     `exp10_f64` hands to the double-double path."""
     inside = (x >= EXP10_64_FAST_LO) & (x <= EXP10_64_FAST_HI)
     h, l, q = exp10_dd_fast(x if inside else ZERO64)
-    lo, hi = bracket_err(h, l, mul_rn(h, EXP10_64_FAST_EPS))
-    r = mul_rn(lo, pow2(q))
-    above, below, nan = x > EXP10_64_OVERFLOW, x < EXP10_64_UNDERFLOW, x != x
-    r = INF64 if above else r
-    r = ZERO64 if below else r
-    r = x if nan else r
-    return r, (inside & (lo == hi)) | above | below | nan
+    return decide_scaled(x, h, l, q, EXP10_64_FAST_EPS, inside, x > EXP10_64_OVERFLOW, x < EXP10_64_UNDERFLOW)
 
 
 @jitable

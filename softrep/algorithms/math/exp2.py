@@ -27,9 +27,9 @@ handles subnormal results.
 import numpy as np
 
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
-from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, pow2, round_if_safe,
+from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
                     two_prod)
-from .exact64 import bracket_err
+from .exact64 import decide_scaled
 from .explog64 import LN2_TH, LN2_TL, LN2_TM, SHIFT, exp_dd_reduced, exp_reduced_fast, exp_td_reduced
 from .multiword import dd_error, td_add, td_round, ziv_round
 
@@ -123,13 +123,7 @@ def exp2_fast64(x):
     double-double path."""
     inside = (x >= EXP2_64_FAST_LO) & (x <= EXP2_64_FAST_HI)
     h, l, q = exp2_dd_fast(x if inside else ZERO64)
-    lo, hi = bracket_err(h, l, mul_rn(h, EXP2_64_FAST_EPS))
-    r = mul_rn(lo, pow2(q))
-    above, below, nan = x >= EXP2_64_OVERFLOW, x <= EXP2_64_UNDERFLOW, x != x
-    r = INF64 if above else r
-    r = ZERO64 if below else r
-    r = x if nan else r
-    return r, (inside & (lo == hi)) | above | below | nan
+    return decide_scaled(x, h, l, q, EXP2_64_FAST_EPS, inside, x >= EXP2_64_OVERFLOW, x <= EXP2_64_UNDERFLOW)
 
 
 @jitable
