@@ -313,3 +313,5 @@ def test_number_buffers_keep_zeros_signs_dtypes_and_lengths_apart():
     for k in range(300):  # more numbers than the cache keeps: each still right
         assert softrep.add(ones32, float(k)).tolist() == [1.0 + k] * 3
     assert softrep.add(long, 0.5).eq(1.5).all()
+    big = torch.ones(5000)  # longer than the cached buffers: its own buffer
+    assert _bits(softrep.mul(big, -0.0)).eq(-0x80000000).all() and softrep.add(big, 0.5).eq(1.5).all()

@@ -73,9 +73,12 @@ _FINITE_MAX = {torch.float32: float(torch.finfo(torch.float32).max), torch.float
 # serial kernels read every operand at the same index, so a number is a run
 # of equal elements, and a buffer longer than the call needs is as good as one
 # of its length.  Keyed by dtype, value and the sign of a zero (0.0 == -0.0);
-# the buffers are never written, and at most _NUMBER_BUFFERS are kept.
+# the buffers are never written.  At most _NUMBER_BUFFERS are kept, of at most
+# _NUMBER_CACHED elements (2 MiB in all); a longer call fills its own buffer,
+# a cost small beside its kernel.
 _numbers = {}
 _NUMBER_BUFFERS = 256
+_NUMBER_CACHED = 1024
 
 
 def _number_buffer(value, dtype, n):
@@ -94,6 +97,8 @@ def _number_buffer(value, dtype, n):
     largest = _FINITE_MAX[dtype]
     if not -largest <= value <= largest:
         return None
+    if n > _NUMBER_CACHED:
+        return torch.full((n,), value, dtype=dtype)
     key = (dtype, value, value == 0 and math.copysign(1.0, value) < 0)
     buffer = _numbers.get(key)
     if buffer is None or buffer.numel() < n:
