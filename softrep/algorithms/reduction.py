@@ -260,7 +260,7 @@ def narrow_key(x, largest):
     """An integer key with the order of `order_key(x, largest)`: int32 for
     float32 x, the int64 key itself for float64."""
     if isinstance(x, np.float32):
-        return np.int32(0x7FFFFFFF) if x != x else np.int32(order_key(x, largest))
+        return _NAN_KEY32 if x != x else np.int32(order_key(x, largest))
     return order_key(x, largest)
 
 

@@ -142,7 +142,7 @@ def light(cpu_run, values):
         operands = values
     result = torch.empty_like(first)  # contiguous like `first` (light_dtype checked)
     if n:
-        cpu_run.serial[dtype](result.data_ptr(), *[t.data_ptr() for t in operands], n, cpu_launch.CONTROL_MASK)
+        cpu_launch.launch_serial(cpu_run, dtype, result.data_ptr(), [t.data_ptr() for t in operands], n)
     return result
 
 

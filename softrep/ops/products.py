@@ -421,7 +421,7 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     if m * n * k <= cpu_linalg.SERIAL_FMAS:
         dtype = backend.light_dtype((input, mat2), same_shape=False)
         if dtype is not None:  # the light path: the same chains on the calling thread
-            result = input.new_empty(m, n)  # the varargs form: torch parses it faster than a tuple
+            result = backend.new_empty(input, (m, n))
             if result.numel():
                 cpu_linalg.serial_product(dtype, result.data_ptr(), input.data_ptr(), mat2.data_ptr(), m, k, n)
             return result

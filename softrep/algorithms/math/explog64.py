@@ -550,9 +550,9 @@ def exp_pm_fast(a, subtract):
     rh = div_rn(ONE, h)
     e1 = fma_rn(h, rh, negate(ONE))
     rl = mul_rn(negate(rh), fma_rn(l, rh, e1))
-    s = pow2(np.int32(-2) * min(q, _Q_DROP))
-    s = ZERO if q > _Q_DROP else s
-    th, tl = mul_rn(rh, s), mul_rn(rl, s)
+    scale = pow2(np.int32(-2) * min(q, _Q_DROP))
+    scale = ZERO if q > _Q_DROP else scale
+    th, tl = mul_rn(rh, scale), mul_rn(rl, scale)
     th = negate(th) if subtract else th
     tl = negate(tl) if subtract else tl
     s, e = two_sum(h, th)
