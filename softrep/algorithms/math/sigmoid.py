@@ -33,7 +33,7 @@ cannot decide goes to the double-double path, then the triple-double one.
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
-from .core import (abs32, clamp, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, exp_core, exp_dd,
+from .core import (abs32, clamp, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, fast_two_sum, exp_core, exp_dd,
                     pow2, round_if_safe)
 from .exact64 import bracket_err
 from .trig64 import dd_div_fast
@@ -92,8 +92,12 @@ MINUS_1_48 = F64(-1.0 / 48.0)
 
 # The fast path for -700 <= x <= 40: t = e^-|x| = (h + l) 2^q from
 # explog64.exp_dd_fast (relative error < 2^-78.1; q >= -1011, 2^q a normal
-# double), 1 + t by dd_add (t scaled by 2^q: exact, or below 2^-1000 when a
-# part underflows, which moves 1 + t by < 2^-1073), then one trig64.dd_div_fast (< 2^-100)
+# double), then 1 + t from the scaled parts h 2^q <= 1 (exact) and l 2^q
+# (exact, or below 2^-1000 when it underflows, which moves 1 + t by
+# < 2^-1073): (s, e) = 1 + h 2^q exactly (fast_two_sum), |e| <= 2^-53, and
+# e + l 2^q rounds once, by < 2^-53 (2^-53 + 2^-51.99) < 2^-104 <= 2^-104 (1 + t);
+# the final fast_two_sum is exact.  (dd_add's longer sum, for the same bound,
+# is not needed: 1 is the larger term.)  Then one trig64.dd_div_fast (< 2^-100)
 # of the numerator 1 (x >= 0) or h + l (x < 0, the result scaled by 2^q).
 # 1 + t is within 2^-78.1 t/(1 + t) + 2^-104 <= 2^-79.1 + 2^-104 of itself,
 # so the quotient is within 2^-78.1 + 2^-79.1 + 2^-100 < 2^-77.5.  Its value
@@ -107,29 +111,31 @@ SIGMOID64_FAST_EPS = F64(2.0**-74)
 @jitable
 def sigmoid_fast64(x):
     """(sigmoid(x) correctly rounded, True), or (anything, False) where the fast
-    path cannot decide: for -700 <= x <= 40 (above), |x| < 2^-30 (the exact
-    cubic of the module docstring), x > 40 (1), x < -745.2 (+0) and NaN.
-    Branch-free (every case is evaluated and one selected; other arguments
-    evaluate sigmoid(0)), so that the CPU launcher vectorises it.  Undecided:
-    about one argument in 2^20 of the evaluated range, and -745.2 <= x < -700
-    (subnormal results), which `sigmoid_f64` hands to the double-double path."""
+    path cannot decide: for -700 <= x <= 40 (above), x > 40 (1), x < -745.2
+    (+0) and NaN.  Branch-free (every case is evaluated and one selected;
+    other arguments evaluate sigmoid(0)), so that the CPU launcher vectorises
+    it.  Undecided: about one argument in 2^20 of the evaluated range, the
+    arguments near 0 whose 1/2 + x/4 lies within the window of a midpoint
+    (x = -2^-53, and others with few significant bits: only the exact cubic
+    of the module docstring decides them), and -745.2 <= x < -700 (subnormal
+    results); `sigmoid_f64` hands them to the double-double path.  (The
+    cubic's round_sum is left out here: its rounding to odd branches, and
+    the loop would not vectorise.)"""
     inside = (x >= SIGMOID64_FAST_LO) & (x <= SIGMOID64_HI)
     h, l, q = exp_dd_fast(negate(fabs(x)) if inside else ZERO)
     s = pow2(q)
-    dh, dl = dd_add(ONE, ZERO, mul_rn(h, s), mul_rn(l, s))
+    dh, e = fast_two_sum(ONE, mul_rn(h, s))
+    dh, dl = fast_two_sum(dh, add_rn(e, mul_rn(l, s)))
     positive = x >= ZERO64
     th, tl = dd_div_fast(ONE if positive else h, ZERO if positive else l, dh, dl)
     lo, hi = bracket_err(th, tl, mul_rn(th, SIGMOID64_FAST_EPS))
     r = mul_rn(lo, pow2(np.int32(0) if positive else q))
     # 1/2 + x/4 - x^3/48, rounded exactly (module docstring)
-    tiny = fabs(x) < SIGMOID64_TINY
-    cubic = round_sum(HALF64, mul_rn(x, QUARTER64), mul_rn(mul_rn(mul_rn(x, x), x), MINUS_1_48))
-    r = cubic if tiny else r
     above, below, nan = x > SIGMOID64_HI, x < SIGMOID64_LO, x != x
     r = ONE64 if above else r
     r = ZERO64 if below else r
     r = x if nan else r
-    return r, (inside & (lo == hi)) | tiny | above | below | nan
+    return r, (inside & (lo == hi)) | above | below | nan
 
 
 @jitable
