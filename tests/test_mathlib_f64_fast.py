@@ -125,6 +125,57 @@ def test_exp_pm_fast_error_bound():
     assert cosh_fast64(np.float64(0.0)) == (1.0, True)
 
 
+def test_expm1_fast_error_bounds():
+    """expm1.expm1_series_fast (relative error < 2^-66.6 for 2^-54 <= |x| <
+    2^-7) and expm1.expm1_exp_fast (< 2^-71.08 for 2^-7 <= |x|, -38 <= x <=
+    709.7), argued in expm1.py; the rounding tests of expm1_fast64 assume
+    them.  The exp-based bound is weakest at the smallest |x| (e^x - 1
+    cancels), so those are sampled densely, with the largest reduced
+    arguments of exp_dd_fast."""
+    from softrep.algorithms.math.expm1 import expm1_exp_fast, expm1_series_fast
+
+    rng = np.random.Generator(np.random.PCG64(12))
+    sign = rng.choice([-1, 1], 2000)
+    small = np.concatenate([np.exp2(rng.uniform(-54, -7, 2000)) * sign,
+                            [2.0**-54, -2.0**-54, np.nextafter(2.0**-7, 0), -np.nextafter(2.0**-7, 0)]])
+    step = float(gmpy2.log(2)) / 4096
+    halves = (rng.integers(-38 * 4096 // 6, 2**22, 1000) + 0.5) * step
+    large = np.concatenate([np.exp2(rng.uniform(-7, 2, 2000)) * sign, rng.uniform(-38, 709.7, 1000),
+                            halves[(np.abs(halves) >= 2.0**-7) & (halves >= -38) & (halves <= 709.7)],
+                            [2.0**-7, -2.0**-7, -38.0, 709.7]])
+
+    def as_scaled(fast):
+        return lambda x: fast(x) + (0,)
+
+    assert worst_relative_error(as_scaled(expm1_series_fast), gmpy2.expm1, small) < gmpy2.mpfr(2) ** -66.6
+    assert worst_relative_error(as_scaled(expm1_exp_fast), gmpy2.expm1, large) < gmpy2.mpfr(2) ** -71.08
+
+
+def test_log1p_fast_error_bounds():
+    """explog64.log1p_series_fast on x itself (< 2^-67.8 relative for 2^-54 <=
+    |x| < 2^-9) and log1p.log1p_log_fast (< 2^-67.19 for |x| >= 2^-9, -1 < x),
+    argued in log1p.py; the rounding tests of log1p_fast64 assume them.
+    Arguments: log-uniform near 0, near -1 (1 + x exact), just beyond 2^-9
+    (the smallest results of the second), and log-uniform up to DBL_MAX,
+    where 1 + x rounds."""
+    from softrep.algorithms.math.explog64 import log1p_series_fast
+    from softrep.algorithms.math.log1p import log1p_log_fast
+
+    rng = np.random.Generator(np.random.PCG64(13))
+    sign = rng.choice([-1, 1], 2000)
+    small = np.concatenate([np.exp2(rng.uniform(-54, -9, 2000)) * sign,
+                            [2.0**-54, -2.0**-54, np.nextafter(2.0**-9, 0), -np.nextafter(2.0**-9, 0)]])
+    large = np.concatenate([np.exp2(rng.uniform(-9, -1, 1000)) * sign[:1000], -1 + np.exp2(rng.uniform(-53, -1, 500)),
+                            np.exp2(rng.uniform(-1, 1024, 1000)), rng.uniform(-0.9, 10, 500),
+                            [2.0**-9, -2.0**-9, -1 + 2.0**-53, 1.7976931348623157e308, 2.0**53, 2.0**53 + 2]])
+
+    def as_scaled(fast):
+        return lambda x: fast(x) + (0,)
+
+    assert worst_relative_error(as_scaled(log1p_series_fast), gmpy2.log1p, small) < gmpy2.mpfr(2) ** -67.8
+    assert worst_relative_error(as_scaled(log1p_log_fast), gmpy2.log1p, large) < gmpy2.mpfr(2) ** -67.19
+
+
 def test_log_tables():
     """r = m LOG_INV[i] - 1 is exact (LOG_INV a multiple of 2^-9, |r| < 2^-8 on
     the whole interval) and T[i] = -log(LOG_INV[i]) (or -log(2 LOG_INV[i])) to 2^-107."""
@@ -227,6 +278,8 @@ LAUNCH_CASES = {
     "sinh": ((-700.0, 700.0), (2.0**-26, 2.0**-5)),  # the series
     "tanh": ((-20.0, 20.0), (2.0**-27, 2.0**-6)),  # the series
     "sigmoid": ((-700.0, 40.0), (-745.2, -700.0)),
+    "expm1": ((-38.0, 709.7), (2.0**-54, 2.0**-7)),  # the series (rounding test 2^-64)
+    "log1p": ((-0.999, 8.0), (2.0**-54, 2.0**-9)),  # the series (rounding test 2^-64)
     "sin": ((-10.0, 10.0), (2.0**20, 2.0**40)),  # Payne-Hanek
     "cos": ((-10.0, 10.0), (2.0**20, 2.0**40)),
     "log": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),  # log2 of x; none left out: near 1, log1p's series
@@ -244,7 +297,7 @@ def test_two_loop_launch_matches_mpfr(name):
     rng = np.random.Generator(np.random.PCG64(3))
     n = SERIAL_MAX + 5000
     main = rng.uniform(lo, hi, 2 * n // 3)
-    main, sign = (np.exp2(main), 1) if name.startswith("log") else (main, rng.choice([-1, 1], n // 3))
+    main, sign = (np.exp2(main), 1) if name in ("log", "log2", "log10") else (main, rng.choice([-1, 1], n // 3))
     x = np.concatenate([main, rng.uniform(ulo, uhi, n // 3) * sign,
                         V64.special_inputs(), V64.load_hard_cases_f64(name)[0]])
     x = x[rng.permutation(x.size)]

@@ -645,15 +645,10 @@ HALF = F64(0.5)
 
 
 @jitable
-def log_dd_fast(x):
-    """(h, l): log x = h + l with relative error < 2^-67.2, for a positive finite
-    x (subnormals included); branch-free (the analysis is above)."""
-    subnormal = x < MIN_NORMAL
-    u = bitcast(mul_rn(x, TWO_P54) if subnormal else x)
-    e = np.int32((u >> np.uint64(52)) & _EXP_FIELD) - np.int32(1023) - (np.int32(54) if subnormal else np.int32(0))
-    i = (u >> _U44) & _U255
-    m = bitcast((u & _MANT) | _EXP_ONE)
-    r = fma_rn(m, LOG_INV[i], F64(-1.0))
+def log1p_series_fast(r):
+    """(a, b): log1p(r) = a + b within 2^-67.9 |r| for 2^-54 <= |r| < 2^-8.4
+    (or r = 0: (0, 0)), the series of the first item above; branch-free.
+    Also log1p's fast path near 0 (log1p.log1p_fast64)."""
     s2h, s2l = two_prod(r, r)
     a, b = fast_two_sum(r, mul_rn(s2h, F64(-0.5)))
     q = fma_rn(r, G10, G9)
@@ -664,7 +659,20 @@ def log_dd_fast(x):
     q = fma_rn(r, q, G4)
     q = fma_rn(r, q, G3)
     c = fma_rn(s2l, F64(-0.5), mul_rn(mul_rn(s2h, r), q))
-    b = add_rn(b, c)
+    return a, add_rn(b, c)
+
+
+@jitable
+def log_dd_fast(x):
+    """(h, l): log x = h + l with relative error < 2^-67.2, for a positive finite
+    x (subnormals included); branch-free (the analysis is above)."""
+    subnormal = x < MIN_NORMAL
+    u = bitcast(mul_rn(x, TWO_P54) if subnormal else x)
+    e = np.int32((u >> np.uint64(52)) & _EXP_FIELD) - np.int32(1023) - (np.int32(54) if subnormal else np.int32(0))
+    i = (u >> _U44) & _U255
+    m = bitcast((u & _MANT) | _EXP_ONE)
+    r = fma_rn(m, LOG_INV[i], F64(-1.0))
+    a, b = log1p_series_fast(r)
     ed = F64(e + (np.int32(1) if i >= np.uint64(LOG_SHIFT_FROM) else np.int32(0)))
     sh, sl = two_sum(mul_rn(ed, LOG_LN2_H), LOG_TH[i])
     sl = add_rn(sl, fma_rn(ed, LOG_LN2_L, LOG_TL[i]))

@@ -33,6 +33,10 @@ float64 (`log1p_f64`, correctly rounded; scheme: multiword.py):
   log(1 + 2^-4) > 2^-4.1 here, so t's errors (< 2^-153 absolutely) and the
   omitted terms are < 2^-149 relatively; the sum adds < 2^-104 / 2^-152:
   < 2^-95 (rounding test: 2^-93) and < 2^-143.9.
+The first of three steps (`log1p_fast64`) evaluates in plain double: log's
+series on x itself up to 2^-9, explog64.log_dd_fast(u) + c/u above it
+(< 2^-67.8 and < 2^-67.19, argued above it); what it cannot decide goes to
+the double-double path (`log1p_dd_fast64`), then the triple-double one.
 """
 
 from fractions import Fraction
@@ -40,10 +44,11 @@ from fractions import Fraction
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
-from .core import (F64, INF32, NAN32, ONE, TWO, atanh_series, dd_add, dd_div, dd_to_f32, log_core, log_dd,
-                   round_if_safe, two_prod, two_sum)
-from .explog64 import (SERIES_LIMIT, log1p_series_dd, log1p_series_td, log_dd as log_dd64, log_split, log_td,
-                       td_horner_step)
+from .core import (F64, INF32, NAN32, ONE, TWO, atanh_series, dd_add, dd_div, dd_to_f32, fast_two_sum, log_core,
+                   log_dd, round_if_safe, two_prod, two_sum)
+from .exact64 import bracket_err
+from .explog64 import (SERIES_LIMIT, log1p_series_dd, log1p_series_fast, log1p_series_td, log_dd as log_dd64,
+                       log_dd_fast, log_split, log_td, td_horner_step)
 from .multiword import dd_error, round_sum, td_add, td_const, td_div, td_mul, td_round, ziv_round
 
 MINUS_ONE32 = np.float32(-1.0)
@@ -86,7 +91,9 @@ NAN64 = F64(np.nan)
 
 
 @jitable
-def log1p_fast64(x):
+def log1p_dd_fast64(x):
+    """(log1p(x) correctly rounded, True), or (undecided, False) where the
+    double-double path cannot decide (the module docstring's bounds)."""
     if x != x or x < MINUS_ONE64:
         return NAN64, True
     if x == MINUS_ONE64:
@@ -108,6 +115,63 @@ def log1p_fast64(x):
     return ziv_round(h, l, dd_error(h, LOG1P_64_EPS), np.int64(0))
 
 
+# --------------------------------------------------------------------------- fast path in double
+#
+# For 2^-54 <= |x| < 2^-9: log1p(x) = a + b from explog64.log1p_series_fast
+# on x itself, within 2^-67.9 |x|, and |log1p(x)| >= |x| (1 - |x|/2): relative
+# error < 2^-67.8.
+# For |x| >= 2^-9 (-1 < x < inf): 1 + x = u + c exactly (two_sum), |c| <=
+# ulp(u)/2, u >= 2^-53 (x >= -1 is a multiple of 2^-53 below -1/2, where u =
+# 1 + x is exact and c = 0), and log1p(x) = log u + log(1 + t), t = c/u, |t|
+# <= 2^-53.  log u = lh + ll from explog64.log_dd_fast (< 2^-67.2 of |log u|,
+# and |log u| <= |log1p(x)| + 2^-52.9); log(1 + t) ~ RN(c/u) within 2^-53 |t|
+# + t^2/2 < 2^-105.4; (s, e) = lh + RN(c/u) exactly (fast_two_sum: |c/u| <=
+# 2^-53 < |lh|, since |log1p(x)| >= log(1 + 2^-9) > 2^-9.003), e + ll rounds
+# once (< 2^-104 |lh|), and the last fast_two_sum is exact.  Relative to
+# |log1p(x)| > 2^-9.003: < 2^-67.2 (1 + 2^-43) + 2^-96.3 + 2^-104 < 2^-67.19.
+# The rounding test (exact64.bracket_err) needs err >= 2E |v| + 2^-52 |l|;
+# both use 2^-64 |h|, as log_fast64 (a margin of 2^2.1).  log1p of a nonzero
+# double is never a double or a midpoint (it is transcendental), so only the
+# window leaves an argument undecided: about one in 2^10.
+LOG1P_64_FAST_NEAR = F64(2.0**-9)
+LOG1P_64_FAST_EPS = F64(2.0**-64)
+NEAR_SAFE = F64(2.0**-10)
+
+
+@jitable
+def log1p_log_fast(x):
+    """log1p(x) as a double-double for |x| >= 2^-9, -1 < x < inf, relative
+    error < 2^-67.19 (above)."""
+    u, c = two_sum(ONE, x)
+    lh, ll = log_dd_fast(u)
+    s, e = fast_two_sum(lh, div_rn(c, u))
+    return fast_two_sum(s, add_rn(e, ll))
+
+
+@jitable
+def log1p_fast64(x):
+    """(log1p(x) correctly rounded, True), or (anything, False) where the fast
+    path cannot decide: the series for 2^-54 <= |x| < 2^-9, log(1 + x) from
+    log's fast path for |x| >= 2^-9 (above); x for |x| < 2^-54 (+-0 and
+    subnormals too), NaN for x < -1 and NaN, -inf at -1, inf at inf.
+    Branch-free (both evaluations run on substituted arguments and one is
+    selected), so that the CPU launcher vectorises it.  What it cannot decide
+    `log1p_f64` hands to the double-double path."""
+    a = fabs(x)
+    near = (a >= LOG1P_64_TINY) & (a < LOG1P_64_FAST_NEAR)
+    far = (a >= LOG1P_64_FAST_NEAR) & (x > MINUS_ONE64) & (x < INF64)
+    nh, nl = log1p_series_fast(x if near else NEAR_SAFE)
+    fh, fl = log1p_log_fast(x if far else ONE)
+    h = nh if near else fh
+    l = nl if near else fl
+    lo, hi = bracket_err(h, l, mul_rn(fabs(h), LOG1P_64_FAST_EPS))
+    r = INF64 if x == INF64 else lo
+    r = negate(INF64) if x == MINUS_ONE64 else r
+    r = NAN64 if (x != x) | (x < MINUS_ONE64) else r
+    r = x if a < LOG1P_64_TINY else r
+    return r, ((near | far) & (lo == hi)) | (not (near | far))
+
+
 @jitable
 def log1p_minus_x_td(x):
     """log1p(x) - x for 2^-54 <= |x| < 2^-20 as a triple-double, relative error < 2^-148."""
@@ -126,7 +190,12 @@ def log1p_minus_x_td(x):
 
 @jitable
 def log1p_f64(x):
+    """log1p for float64, correctly rounded: the fast path in double, else the
+    double-double one, else triple-double (module docstring)."""
     r, ok = log1p_fast64(x)
+    if ok:
+        return r
+    r, ok = log1p_dd_fast64(x)
     if ok:
         return r
     if fabs(x) < LOG1P_64_NEAR:
