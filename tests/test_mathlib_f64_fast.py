@@ -252,6 +252,17 @@ def test_tanh_series_error_bound():
         assert worst < gmpy2.mpfr(2) ** -77.1
 
 
+def test_tanh_exp_error_bound():
+    """tanh.tanh_exp_fast: relative error < 2^-73 on [2^-6, 22] (argued in
+    tanh.py; the rounding test of tanh_fast64 assumes it), weakest at the
+    smallest a, where e^(2a) - 1 cancels."""
+    from softrep.algorithms.math.tanh import tanh_exp_fast
+
+    rng = np.random.Generator(np.random.PCG64(14))
+    xs = np.concatenate([np.exp2(rng.uniform(-6, -2, 1500)), rng.uniform(2.0**-6, 22, 1000), [2.0**-6, 22.0]])
+    assert worst_relative_error(lambda a: tanh_exp_fast(a) + (0,), gmpy2.tanh, xs) < gmpy2.mpfr(2) ** -73
+
+
 def test_trig_fast_without_branches_is_trig_fast64():
     """trig64.trig_fast64_cody_waite (sin_fast64, cos_fast64, tan_fast64) runs
     trig_fast64's operations with selects: where it decides, trig_fast64

@@ -33,7 +33,7 @@ cannot decide goes to the double-double path, then the triple-double one.
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
-from .core import (abs32, clamp, neg32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, fast_two_sum, exp_core, exp_dd,
+from .core import (abs32, clamp, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, fast_two_sum, exp_core, exp_dd,
                     pow2, round_if_safe)
 from .exact64 import bracket_err
 from .trig64 import dd_div_fast

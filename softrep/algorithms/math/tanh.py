@@ -33,11 +33,11 @@ import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (abs32, neg32, signbit32, F64, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_dd, expm1_core,
-                    fast_two_sum, pow2, round_if_safe, two_prod)
+                    fast_two_sum, pow2, round_if_safe, two_prod, two_sum)
 from .exact64 import bracket_err
 from .trig64 import dd_div_fast
-from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
-from .expm1 import expm1_series_dd, expm1_series_td
+from .explog64 import exp_dd as exp_dd64, exp_td
+from .expm1 import expm1_exp_fast, expm1_series_dd, expm1_series_td
 from .multiword import dd_error, td_add, td_const, td_div, td_round, ziv_round
 
 TANH_SATURATE = np.float32(20.0)
@@ -97,12 +97,15 @@ def tanh_em_dd(a):
     return dd_add(mul_rn(h, s), mul_rn(l, s), MINUS_ONE64, ZERO64)
 
 
-# The fast path for 2^-6 <= a <= 22: em = e^(2a) 2^q - 1 from
-# explog64.exp_dd_fast (relative error < 2^-78.1; 2a exact, q <= 64: the
-# scaling is exact), so em is within 2^-78.1 * 32.5 + 2^-104 < 2^-73.05 of
-# itself (e^(2a)/em <= e^(1/32)/(e^(1/32) - 1) < 32.5) and em + 2 within
-# 2^-78.1 + 2^-103; the division (trig64.dd_div_fast: one division instead of
-# core.dd_div's three, which cost ~100 ns here) adds < 2^-100: < 2^-73 in all.
+# The fast path for 2^-6 <= a <= 22: em = e^(2a) - 1 from expm1.expm1_exp_fast
+# (e^(2a) from explog64.exp_dd_fast, relative error < 2^-78.1; 2a exact, the
+# scaling exact, the -1 by an exact two_sum and one rounding < 2^-97 |em|),
+# so em is within 2^-78.1 * 32.5 + 2^-97 < 2^-73.07 of itself (e^(2a)/em <=
+# e^(1/32)/(e^(1/32) - 1) < 32.5).  em + 2: an exact two_sum, and its low
+# part plus em's in one rounding (< 2^-104 of the sum); em's error is
+# 2^-78.1 e^(2a) + 2^-97 em absolutely, so em + 2 is within 2^-78.09 of
+# itself.  The division (trig64.dd_div_fast: one division instead of
+# core.dd_div's three) adds < 2^-100: < 2^-73 in all.
 #
 # For 2^-27 <= a < 2^-6, the odd series tanh a = a + a w P(w), w = a^2 <= 2^-12,
 # P = -1/3 + 2/15 w - 17/315 w^2 + 62/2835 w^3 - 1382/155925 w^4 (alternating,
@@ -139,6 +142,16 @@ def tanh_series_fast(a):
 
 
 @jitable
+def tanh_exp_fast(a):
+    """tanh a = em/(em + 2), em = e^(2a) - 1, as a double-double for 2^-6 <= a
+    <= 22, relative error < 2^-73 (above)."""
+    mh, ml = expm1_exp_fast(mul_rn(a, TWO64))
+    dh, e = two_sum(mh, TWO64)
+    dh, dl = fast_two_sum(dh, add_rn(e, ml))
+    return dd_div_fast(mh, ml, dh, dl)
+
+
+@jitable
 def tanh_fast64(x):
     """(tanh(x) correctly rounded, True), or (anything, False) where the fast
     path cannot decide: for 2^-27 <= |x| <= 22 (above), and |x| < 2^-27 (x),
@@ -149,11 +162,7 @@ def tanh_fast64(x):
     a = fabs(x)
     inside = (a >= TANH64_TINY) & (a <= TANH64_SATURATE)
     series = a < TANH64_SERIES
-    h, l, q = exp_dd_fast(mul_rn(a, TWO64) if inside & (not series) else ZERO64)
-    s = pow2(q)
-    mh, ml = dd_add(mul_rn(h, s), mul_rn(l, s), MINUS_ONE64, ZERO64)
-    dh, dl = dd_add(mh, ml, TWO64, ZERO64)
-    th, tl = dd_div_fast(mh, ml, dh, dl)
+    th, tl = tanh_exp_fast(a if inside & (not series) else ONE64)
     sh, sl = tanh_series_fast(a if inside & series else TANH64_TINY)
     th = sh if series else th
     tl = sl if series else tl
