@@ -22,31 +22,51 @@ from .linalg import packed_b, product_packed
 
 @kernel("conv.pack_im2col", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13
                               for t in (types.float32, types.float64)])
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
     # One work item per (group, panel): it fills bp[g, panel] (K x NR values,
-    # contiguous) row by row, reading NR columns of the padded input, which
-    # are mostly consecutive pixels of one image row.  The column part of
-    # each lane's index is computed once, the tap part once per row.
+    # contiguous) row by row.  The panel's columns fall into runs that lie
+    # in one output row: consecutive pixels, sw apart in the padded input,
+    # so each run is one strided copy (contiguous for sw = 1) per row of K,
+    # from the offset `column_offset` gives its first column plus the row's
+    # `tap_offset`.  Unsigned indices: a signed one costs a negative-index
+    # test per access, which keeps the copies from vectorising.
     c_g = c_in // groups
     kk = c_g * kh * kw
     npan, nr = bp.shape[1], bp.shape[3]
     n_cols = n_img * oh * ow
+    flat = bp.reshape(-1)
+    usw = np.uint64(sw)
     for t in prange(groups * npan):
         g, panel = t // npan, t % npan
-        base = np.zeros(nr, np.int64)
-        valid = 0
-        for lane in range(nr):
-            col = panel * nr + lane
-            if col < n_cols:
-                base[lane] = column_offset(col, oh, ow, sh, sw, c_in, hp, wp)
-                valid += 1
+        starts = np.empty(nr + 1, np.uint64)
+        bases = np.empty(nr, np.uint64)
+        col0 = panel * nr
+        valid = min(nr, n_cols - col0)
+        runs = 0
+        lane = 0
+        while lane < valid:
+            col = col0 + lane
+            starts[runs] = lane
+            bases[runs] = column_offset(col, oh, ow, sh, sw, c_in, hp, wp)
+            runs += 1
+            lane += min(valid - lane, ow - col % ow)
+        starts[runs] = valid
         for k in range(kk):
-            off = tap_offset(k, g, c_g, kh, kw, dh, dw, hp, wp)
-            for lane in range(valid):
-                bp[g, panel, k, lane] = xflat[base[lane] + off]
-            for lane in range(valid, nr):
-                bp[g, panel, k, lane] = 0
+            off = np.uint64(tap_offset(k, g, c_g, kh, kw, dh, dw, hp, wp))
+            row = np.uint64((t * kk + k) * nr)
+            for r in range(runs):
+                dst = row + starts[r]
+                src = bases[r] + off
+                length = starts[r + 1] - starts[r]
+                if usw == np.uint64(1):
+                    for j in range(length):
+                        flat[dst + j] = xflat[src + j]
+                else:
+                    for j in range(length):
+                        flat[dst + j] = xflat[src + j * usw]
+            for j in range(np.uint64(valid), np.uint64(nr)):
+                flat[row + j] = 0
 
 
 def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
