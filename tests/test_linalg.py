@@ -145,6 +145,30 @@ def test_transposed_and_strided_inputs(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_transposed_operands_on_the_packed_path(dtype):
+    """Products above the direct path's size pack a transposed operand (a
+    weight's t(), the backward's transposes) from its own layout
+    (softrep/cpu/linalg.py `pack_a`, `pack_b`): the same bits as the
+    contiguous copy, edges not a multiple of the register block included;
+    some outputs against the oracle."""
+    from softrep.cpu.linalg import DIRECT_MAX
+
+    m, k, n = 67, 45, 83
+    assert m * k * n > DIRECT_MAX
+    a, b = normal_tensor(40, (m, k), dtype), normal_tensor(41, (k, n), dtype)
+    at, bt = a.t().contiguous().t(), b.t().contiguous().t()
+    assert not at.is_contiguous() and not bt.is_contiguous()
+    want = P.mm(a, b)
+    for x, y in ((at, b), (a, bt), (at, bt)):
+        assert_same_bits(P.mm(x, y), want)
+    assert_same_bits(want[:3, -4:], oracle_mm(a[:3], b[:, -4:]))
+    ab, bb = normal_tensor(42, (3, m, k), dtype), normal_tensor(43, (3, k, n), dtype)
+    wantb = P.bmm(ab, bb)
+    got = P.bmm(ab.transpose(1, 2).contiguous().transpose(1, 2), bb.transpose(1, 2).contiguous().transpose(1, 2))
+    assert_same_bits(got, wantb)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_bmm_matches_oracle(dtype):
     a, b = tricky(5, (3, 5, 7), dtype), tricky(6, (3, 7, 9), dtype)
     out = P.bmm(a, b)

@@ -146,6 +146,60 @@ def _pack_b(bp, bm, nr):
                 bp[b, jp, k, j] = 0
 
 
+# Transposed operands (a = at^T, b = bt^T with at, bt C-contiguous: the
+# weight of `linear`, the operands of the backward products) are packed from
+# their own layout, so no transposed copy is made first: the panels hold the
+# same values, so the chains and bits are those of the contiguous operand.
+@kernel("linalg.pack_a_columns", *[sig + (_I,) for sig in _arrays(4, 3)])
+@njit(parallel=True, cache=True)
+def _pack_a_columns(ap, at, mr):
+    # at (B, K, M) = a^T: each panel's MR rows of a are MR consecutive values of a row of at
+    nb, k_count, m = at.shape
+    npan = ap.shape[1]
+    for t in prange(nb * npan):
+        b, ip = t // npan, t % npan
+        rows = min(mr, m - ip * mr)
+        for k in range(k_count):
+            for r in range(rows):
+                ap[b, ip, k, r] = at[b, k, ip * mr + r]
+            for r in range(rows, mr):
+                ap[b, ip, k, r] = 0
+
+
+@kernel("linalg.pack_b_columns", *[sig + (_I,) for sig in _arrays(4, 3)])
+@njit(parallel=True, cache=True)
+def _pack_b_columns(bp, bt, nr):
+    # bt (B, N, K) = b^T: one task per panel, whose NR rows of bt are read
+    # side by side, k by k, into the panel's rows (contiguous writes)
+    nb, n, k_count = bt.shape
+    npan = bp.shape[1]
+    for t in prange(nb * npan):
+        b, jp = t // npan, t % npan
+        cols = min(nr, n - jp * nr)
+        for k in range(k_count):
+            for j in range(cols):
+                bp[b, jp, k, j] = bt[b, jp * nr + j, k]
+            for j in range(cols, nr):
+                bp[b, jp, k, j] = 0
+
+
+def pack_a(ap, a, mr):
+    """Pack a (B, M, K): read where it lies when it is the transpose of a
+    C-contiguous array, else from a C-contiguous array (a copy if needed)."""
+    if not a.flags.c_contiguous and a.transpose(0, 2, 1).flags.c_contiguous:
+        _pack_a_columns(ap, a.transpose(0, 2, 1), mr)
+    else:
+        _pack_a(ap, np.ascontiguousarray(a), mr)
+
+
+def pack_b(bp, b, nr):
+    """Pack b (B, K, N), as `pack_a` does a."""
+    if not b.flags.c_contiguous and b.transpose(0, 2, 1).flags.c_contiguous:
+        _pack_b_columns(bp, b.transpose(0, 2, 1), nr)
+    else:
+        _pack_b(bp, np.ascontiguousarray(b), nr)
+
+
 # bfloat16/float16 operands arrive as 16-bit patterns and are widened to
 # float32 while packing (exact); the float32 chains then run unchanged, and the
 # finishing pass rounds each output once to the format.
@@ -325,7 +379,7 @@ def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
     ap = np.empty((nb, mpad // MR, k_count, MR), dtype)
     if k_count:
         if narrow is None:
-            _pack_a(ap, a, MR)
+            pack_a(ap, a, MR)
         else:
             _pack_a_widen(ap, a, MR, narrow[1])
     cpad = np.empty((nb, mpad, npad), dtype)
@@ -395,11 +449,14 @@ def _direct_add(out, a, bm, addend):
 
 
 def bmm(out, a, b, addend=None):
-    """out (B, M, N) = a (B, M, K) @ b (B, K, N) [+ addend (B, M, N)], C-contiguous arrays."""
+    """out (B, M, N) = a (B, M, K) @ b (B, K, N) [+ addend (B, M, N)]: out and
+    addend C-contiguous; a and b any layout, read where they lie when
+    C-contiguous or transposes of C-contiguous arrays (`pack_a`, `pack_b`)."""
     nb, k_count, n = b.shape
     if out.size == 0:
         return
     if out.size * k_count <= DIRECT_MAX:
+        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
         if addend is None:
             _direct(out, a, b)
         else:
@@ -407,7 +464,7 @@ def bmm(out, a, b, addend=None):
         return
     bp = packed_b(nb, k_count, n, b.dtype)
     if k_count:
-        _pack_b(bp, b, bp.shape[3])
+        pack_b(bp, b, bp.shape[3])
     product_packed(out, a, bp, addend)
 
 

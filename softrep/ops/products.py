@@ -80,6 +80,16 @@ def _check_scale(fn, name, value):
 FMAS_PER_ELEMENT = 16
 
 
+def _operand(t, on_cpu):
+    """t (B, R, C) as the product launcher takes it: contiguous, except that the
+    CPU packers also read a transposed contiguous tensor (a weight's t(), the
+    backward's transposes) where it lies, instead of a transposed copy."""
+    t = t.detach()
+    if on_cpu and not t.is_contiguous() and t.transpose(1, 2).is_contiguous():
+        return t
+    return t.contiguous()
+
+
 def bmm_forward(a, b, addend=None, out=None):
     """(B, M, K) @ (B, K, N) [+ addend broadcastable to (B, M, N)] -> (B, M, N); no autograd.
     `out`: a C-contiguous (B, M, N) tensor to write the result to (it must
@@ -97,7 +107,8 @@ def bmm_forward(a, b, addend=None, out=None):
         return out
     if mixed.is_low(a):
         return _bmm_low(out, a, b, addend)
-    inputs = [a.detach().contiguous(), b.detach().contiguous()]
+    on_cpu = backend.select(a, b) == "cpu"
+    inputs = [_operand(a, on_cpu), _operand(b, on_cpu)]
     if addend is not None:
         inputs.append(addend.detach().expand(nb, m, n).contiguous())
     work = nb * m * n * max(k, 1) // FMAS_PER_ELEMENT + sum(t.numel() for t in inputs)
