@@ -75,6 +75,19 @@ def test_tree_product_groups_are_independent():
         assert_same_bits(got[:, group], products.tree_product(x, y, [(0, 6), (2, 3)])[:, 0])
 
 
+def test_tree_product_takes_transposed_views():
+    """The backward's operands are transposed views (the weight gradients of
+    linear and conv2d); the CPU launcher copies them into its padded blocks
+    from that layout: the bits of the contiguous operands."""
+    at, b = operands(7, 9, 6, 11, 13, torch.float32)
+    ranges = [(0, 9), (4, 5), (8, 1)]
+    want = products.tree_product(at, b, ranges)
+    at_view = at.transpose(2, 3).contiguous().transpose(2, 3)
+    b_view = b.transpose(2, 3).contiguous().transpose(2, 3)
+    assert not at_view.is_contiguous() and not b_view.is_contiguous()
+    assert_same_bits(products.tree_product(at_view, b_view, ranges), want)
+
+
 def _grads(fn, params, streamed, monkeypatch):
     if not streamed:  # the materialised form: per-sample partials, then slice_nodes
         monkeypatch.setattr(products, "streams_tree", lambda *t: False)

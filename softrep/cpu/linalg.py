@@ -560,8 +560,8 @@ def tree_product(out, at, bm, first, counts, dims):
     """out (nodes, G, M, N) = for each node the batch tree over its samples s
     (first[node], counts[node] >= 1 of them) of the chain of sample s:
     at[s, g]^T @ bm[s, g] over k = 0 .. K-1 from +0 (softrep.algorithms.products,
-    "per-sample chains into the batch tree").  Flat C-contiguous arrays: at
-    (S, G, K, M), bm (S, G, K, N); dims = (S, G, K, M, N).
+    "per-sample chains into the batch tree").  at (S, G, K, M) and bm (S, G,
+    K, N) in any layout, or flat C-contiguous; dims = (S, G, K, M, N).
 
     The operands are copied once, zero-padded to whole register blocks (the
     padding only feeds accumulators that are cropped away); the per-sample

@@ -149,7 +149,12 @@ def tree_product(at, b, ranges):
     first = torch.tensor([f for f, _ in ranges], **index)
     counts = torch.tensor([c for _, c in ranges], **index)
     dims = torch.tensor([samples, groups, k_count, m, n], **index)
-    inputs = [at.detach().contiguous().reshape(-1), b.detach().contiguous().reshape(-1), first, counts, dims]
+    if backend.select(at, b) == "cpu":
+        # the CPU launcher copies the operands once, into zero-padded blocks,
+        # from any layout (the backward's transposed views included)
+        inputs = [at.detach(), b.detach(), first, counts, dims]
+    else:
+        inputs = [at.detach().contiguous().reshape(-1), b.detach().contiguous().reshape(-1), first, counts, dims]
     work = sum(c for _, c in ranges) * groups * m * n * k_count // FMAS_PER_ELEMENT + inputs[0].numel() + \
         inputs[1].numel()
     backend.execute(cpu_linalg.tree_product, cuda_linalg.tree_product, [out.reshape(-1)], inputs, work=work)
