@@ -218,6 +218,59 @@ def test_trig_fast_without_branches_is_trig_fast64():
                 assert np.float64(r2).view(np.uint64) == np.float64(r1).view(np.uint64) or np.isnan(r1) and np.isnan(r2)
 
 
+def test_cbrt_reduction_and_first_approximation():
+    """cbrt.cbrt_eval_fast64's reduction: floor(t/3) = (t * 43691) >> 17 on the
+    whole range t = E + 1020 of the normal biased exponents E; the cubic fit
+    of f^(1/3) within 2^-13.7 relatively on [1, 2] (the analysis in cbrt.py
+    starts from it; exact arithmetic on a dense grid, both ends included)."""
+    from softrep.algorithms.math.cbrt import CBRT_C0, CBRT_C1, CBRT_C2, CBRT_C3
+
+    t = np.arange(1 + 1020, 2046 + 1021, dtype=np.uint64)
+    assert np.array_equal((t * np.uint64(43691)) >> np.uint64(17), t // np.uint64(3))
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=200):
+        cs = [gmpy2.mpfr(float(c)) for c in (CBRT_C0, CBRT_C1, CBRT_C2, CBRT_C3)]
+        for i in range(20001):
+            f = gmpy2.mpfr(1) + gmpy2.mpfr(i) / 20000
+            y = cs[0] + f * (cs[1] + f * (cs[2] + f * cs[3]))
+            worst = max(worst, abs(y / gmpy2.cbrt(f) - 1))
+        assert worst < gmpy2.mpfr(2) ** -13.7
+
+
+def test_cbrt_eval_fast_error_bound():
+    """cbrt.cbrt_eval_fast64: relative error < 2^-88 (argued in cbrt.py; the
+    rounding test of cbrt_fast64 assumes it).  Arguments: log-uniform over
+    all finite doubles of both signs (subnormals, scaled by 2^54, included),
+    both ends of every binade (so of every residue of the exponent mod 3),
+    exact cubes and their neighbours.  Decisions: the specials as themselves,
+    two arguments whose cube root lies within 2^-100 of a midpoint undecided
+    (and cbrt_f64 rounds them as MPFR does), the rest of the sample decided
+    as MPFR rounds it."""
+    from softrep.algorithms.math.cbrt import cbrt_eval_fast64, cbrt_f64, cbrt_fast64
+
+    rng = np.random.Generator(np.random.PCG64(12))
+    ends = np.array([2.0**e for e in range(-1022, 1024)] + [np.nextafter(2.0**e, 0) for e in range(-1021, 1024)])
+    cubes = np.arange(1, 2**17, 97, dtype=np.float64) ** 3
+    xs = np.concatenate([np.exp2(rng.uniform(-1074, 1024, 3000)), ends[::7], ends[1::11], cubes,
+                         np.nextafter(cubes, 0), np.nextafter(cubes, np.inf),
+                         [5e-324, np.nextafter(2.0**-1022, 0), 2.0**-1022, 1.7976931348623157e308]])
+    xs = xs[xs > 0]
+    xs = xs * rng.choice([-1, 1], xs.size)
+    assert worst_relative_error(cbrt_eval_fast64, lambda v: gmpy2.cbrt(abs(v)), xs) < gmpy2.mpfr(2) ** -88
+    with gmpy2.context(gmpy2.ieee(64)):
+        for x in np.concatenate([xs[:2000], xs[-4:]]):
+            r, ok = cbrt_fast64(np.float64(x))
+            assert ok and r == float(gmpy2.cbrt(gmpy2.mpfr(float(x)))), x
+    for x in (0.0, -0.0, np.inf, -np.inf):
+        r, ok = cbrt_fast64(np.float64(x))
+        assert ok and np.float64(r).view(np.uint64) == np.float64(x).view(np.uint64)
+    assert cbrt_fast64(np.float64(np.nan))[1] and np.isnan(cbrt_fast64(np.float64(np.nan))[0])
+    for x in (float.fromhex("0x1.9b78223aa307cp+1"), float.fromhex("0x1.a202bfc89ddffp+2")):
+        assert not cbrt_fast64(np.float64(x))[1]
+        with gmpy2.context(gmpy2.ieee(64)):
+            assert cbrt_f64(np.float64(x)) == float(gmpy2.cbrt(gmpy2.mpfr(x))), x
+
+
 LAUNCH_CASES = {
     # name: (a uniform range that the fast path evaluates, a range it leaves undecided or is weakest in)
     "exp": ((-700.0, 700.0), (-745.2, -708.3)),
@@ -232,7 +285,9 @@ LAUNCH_CASES = {
     "log": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),  # log2 of x; none left out: near 1, log1p's series
     "log2": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
     "log10": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
+    "cbrt": ((-1074.0, 1024.0), (0.0, 2.0**-1022)),  # log2 of |x|; subnormals: scaled by 2^54
 }
+LOG2_RANGES = {"log", "log2", "log10", "cbrt"}  # the first range is that of log2 |x|
 
 
 @pytest.mark.parametrize("name", sorted(LAUNCH_CASES))
@@ -244,7 +299,9 @@ def test_two_loop_launch_matches_mpfr(name):
     rng = np.random.Generator(np.random.PCG64(3))
     n = SERIAL_MAX + 5000
     main = rng.uniform(lo, hi, 2 * n // 3)
-    main, sign = (np.exp2(main), 1) if name.startswith("log") else (main, rng.choice([-1, 1], n // 3))
+    if name in LOG2_RANGES:
+        main = np.exp2(main) if name.startswith("log") else np.exp2(main) * rng.choice([-1, 1], main.size)
+    sign = 1 if name.startswith("log") else rng.choice([-1, 1], n // 3)
     x = np.concatenate([main, rng.uniform(ulo, uhi, n // 3) * sign,
                         V64.special_inputs(), V64.load_hard_cases_f64(name)[0]])
     x = x[rng.permutation(x.size)]
