@@ -271,6 +271,51 @@ def test_cbrt_eval_fast_error_bound():
             assert cbrt_f64(np.float64(x)) == float(gmpy2.cbrt(gmpy2.mpfr(x))), x
 
 
+def test_atan_table_256():
+    """atan.ATAN256_H + ATAN256_L within 2^-106 of atan(j/256), relatively (the
+    analysis of atan_eval_fast64 uses it)."""
+    from softrep.algorithms.math.atan import ATAN256_H, ATAN256_L
+
+    assert ATAN256_H[0] == ATAN256_L[0] == 0
+    with gmpy2.context(precision=300):
+        for j in range(1, 257):
+            v = gmpy2.atan(gmpy2.mpfr(j) / 256)
+            err = abs((gmpy2.mpfr(float(ATAN256_H[j])) + gmpy2.mpfr(float(ATAN256_L[j])) - v) / v)
+            assert err < gmpy2.mpfr(2) ** -106, j
+
+
+def test_atan_eval_fast_error_bound():
+    """atan.atan_eval_fast64: relative error < 2^-69.98 (argued in atan.py; the
+    rounding test of atan_fast64 assumes it).  Arguments: log-uniform over
+    2^-27 < |x| < 2^54 (both signs), the table points j/256, the points
+    halfway between them (the largest reduced argument), their images under
+    1/x, their neighbours, both sides of 1 and of 512 (where j = 0 begins for
+    1/x).  Decisions: the specials, and the sample decided as MPFR rounds it,
+    with at most one argument in 2^10 undecided."""
+    from softrep.algorithms.math.atan import atan_eval_fast64, atan_fast64
+
+    rng = np.random.Generator(np.random.PCG64(13))
+    points = np.concatenate([np.arange(1, 257) / 256, (np.arange(0, 256) + 0.5) / 256])
+    points = np.concatenate([points, 1 / points])
+    xs = np.concatenate([np.exp2(rng.uniform(-26.9, 53.9, 3000)), points, np.nextafter(points, 0),
+                         np.nextafter(points, np.inf), 1 + rng.uniform(-2.0**-8, 2.0**-8, 300),
+                         512 + rng.uniform(-8, 8, 100), [np.nextafter(2.0**-27, 1), np.nextafter(2.0**54, 0)]])
+    xs = xs * rng.choice([-1, 1], xs.size)
+    assert worst_relative_error(atan_eval_fast64, lambda v: gmpy2.atan(abs(v)), xs) < gmpy2.mpfr(2) ** -69.98
+    undecided = 0
+    with gmpy2.context(gmpy2.ieee(64)):
+        for x in xs:
+            r, ok = atan_fast64(np.float64(x))
+            undecided += not ok
+            assert not ok or r == float(gmpy2.atan(gmpy2.mpfr(float(x)))), x
+    assert undecided <= xs.size / 1024
+    for x, want in ((0.0, 0.0), (-0.0, -0.0), (2.0**-27, 2.0**-27), (-5e-324, -5e-324), (np.inf, np.pi / 2),
+                    (-np.inf, -np.pi / 2), (2.0**54, np.pi / 2), (-1e300, -np.pi / 2)):
+        r, ok = atan_fast64(np.float64(x))
+        assert ok and np.float64(r).view(np.uint64) == np.float64(want).view(np.uint64), x
+    assert atan_fast64(np.float64(np.nan))[1] and np.isnan(atan_fast64(np.float64(np.nan))[0])
+
+
 LAUNCH_CASES = {
     # name: (a uniform range that the fast path evaluates, a range it leaves undecided or is weakest in)
     "exp": ((-700.0, 700.0), (-745.2, -708.3)),
@@ -286,8 +331,9 @@ LAUNCH_CASES = {
     "log2": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
     "log10": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
     "cbrt": ((-1074.0, 1024.0), (0.0, 2.0**-1022)),  # log2 of |x|; subnormals: scaled by 2^54
+    "atan": ((-30.0, 60.0), (1 - 2.0**-8, 1 + 2.0**-8)),  # log2 of |x|; around 1 the reduction turns to 1/x
 }
-LOG2_RANGES = {"log", "log2", "log10", "cbrt"}  # the first range is that of log2 |x|
+LOG2_RANGES = {"log", "log2", "log10", "cbrt", "atan"}  # the first range is that of log2 |x|
 
 
 @pytest.mark.parametrize("name", sorted(LAUNCH_CASES))
