@@ -280,6 +280,104 @@ def test_trig_fast_without_branches_is_trig_fast64():
                 assert np.float64(r2).view(np.uint64) == np.float64(r1).view(np.uint64) or np.isnan(r1) and np.isnan(r2)
 
 
+def test_cbrt_reduction_and_first_approximation():
+    """cbrt.cbrt_eval_fast64's reduction: floor(t/3) = (t * 43691) >> 17 on the
+    whole range t = E + 1020 of the normal biased exponents E; the cubic fit
+    of f^(1/3) within 2^-13.7 relatively on [1, 2] (the analysis in cbrt.py
+    starts from it; exact arithmetic on a dense grid, both ends included)."""
+    from softrep.algorithms.math.cbrt import CBRT_C0, CBRT_C1, CBRT_C2, CBRT_C3
+
+    t = np.arange(1 + 1020, 2046 + 1021, dtype=np.uint64)
+    assert np.array_equal((t * np.uint64(43691)) >> np.uint64(17), t // np.uint64(3))
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=200):
+        cs = [gmpy2.mpfr(float(c)) for c in (CBRT_C0, CBRT_C1, CBRT_C2, CBRT_C3)]
+        for i in range(20001):
+            f = gmpy2.mpfr(1) + gmpy2.mpfr(i) / 20000
+            y = cs[0] + f * (cs[1] + f * (cs[2] + f * cs[3]))
+            worst = max(worst, abs(y / gmpy2.cbrt(f) - 1))
+        assert worst < gmpy2.mpfr(2) ** -13.7
+
+
+def test_cbrt_eval_fast_error_bound():
+    """cbrt.cbrt_eval_fast64: relative error < 2^-88 (argued in cbrt.py; the
+    rounding test of cbrt_fast64 assumes it).  Arguments: log-uniform over
+    all finite doubles of both signs (subnormals, scaled by 2^54, included),
+    both ends of every binade (so of every residue of the exponent mod 3),
+    exact cubes and their neighbours.  Decisions: the specials as themselves,
+    two arguments whose cube root lies within 2^-100 of a midpoint undecided
+    (and cbrt_f64 rounds them as MPFR does), the rest of the sample decided
+    as MPFR rounds it."""
+    from softrep.algorithms.math.cbrt import cbrt_eval_fast64, cbrt_f64, cbrt_fast64
+
+    rng = np.random.Generator(np.random.PCG64(12))
+    ends = np.array([2.0**e for e in range(-1022, 1024)] + [np.nextafter(2.0**e, 0) for e in range(-1021, 1024)])
+    cubes = np.arange(1, 2**17, 97, dtype=np.float64) ** 3
+    xs = np.concatenate([np.exp2(rng.uniform(-1074, 1024, 3000)), ends[::7], ends[1::11], cubes,
+                         np.nextafter(cubes, 0), np.nextafter(cubes, np.inf),
+                         [5e-324, np.nextafter(2.0**-1022, 0), 2.0**-1022, 1.7976931348623157e308]])
+    xs = xs[xs > 0]
+    xs = xs * rng.choice([-1, 1], xs.size)
+    assert worst_relative_error(cbrt_eval_fast64, lambda v: gmpy2.cbrt(abs(v)), xs) < gmpy2.mpfr(2) ** -88
+    with gmpy2.context(gmpy2.ieee(64)):
+        for x in np.concatenate([xs[:2000], xs[-4:]]):
+            r, ok = cbrt_fast64(np.float64(x))
+            assert ok and r == float(gmpy2.cbrt(gmpy2.mpfr(float(x)))), x
+    for x in (0.0, -0.0, np.inf, -np.inf):
+        r, ok = cbrt_fast64(np.float64(x))
+        assert ok and np.float64(r).view(np.uint64) == np.float64(x).view(np.uint64)
+    assert cbrt_fast64(np.float64(np.nan))[1] and np.isnan(cbrt_fast64(np.float64(np.nan))[0])
+    for x in (float.fromhex("0x1.9b78223aa307cp+1"), float.fromhex("0x1.a202bfc89ddffp+2")):
+        assert not cbrt_fast64(np.float64(x))[1]
+        with gmpy2.context(gmpy2.ieee(64)):
+            assert cbrt_f64(np.float64(x)) == float(gmpy2.cbrt(gmpy2.mpfr(x))), x
+
+
+def test_atan_table_256():
+    """atan.ATAN256_H + ATAN256_L within 2^-106 of atan(j/256), relatively (the
+    analysis of atan_eval_fast64 uses it)."""
+    from softrep.algorithms.math.atan import ATAN256_H, ATAN256_L
+
+    assert ATAN256_H[0] == ATAN256_L[0] == 0
+    with gmpy2.context(precision=300):
+        for j in range(1, 257):
+            v = gmpy2.atan(gmpy2.mpfr(j) / 256)
+            err = abs((gmpy2.mpfr(float(ATAN256_H[j])) + gmpy2.mpfr(float(ATAN256_L[j])) - v) / v)
+            assert err < gmpy2.mpfr(2) ** -106, j
+
+
+def test_atan_eval_fast_error_bound():
+    """atan.atan_eval_fast64: relative error < 2^-69.98 (argued in atan.py; the
+    rounding test of atan_fast64 assumes it).  Arguments: log-uniform over
+    2^-27 < |x| < 2^54 (both signs), the table points j/256, the points
+    halfway between them (the largest reduced argument), their images under
+    1/x, their neighbours, both sides of 1 and of 512 (where j = 0 begins for
+    1/x).  Decisions: the specials, and the sample decided as MPFR rounds it,
+    with at most one argument in 2^10 undecided."""
+    from softrep.algorithms.math.atan import atan_eval_fast64, atan_fast64
+
+    rng = np.random.Generator(np.random.PCG64(13))
+    points = np.concatenate([np.arange(1, 257) / 256, (np.arange(0, 256) + 0.5) / 256])
+    points = np.concatenate([points, 1 / points])
+    xs = np.concatenate([np.exp2(rng.uniform(-26.9, 53.9, 3000)), points, np.nextafter(points, 0),
+                         np.nextafter(points, np.inf), 1 + rng.uniform(-2.0**-8, 2.0**-8, 300),
+                         512 + rng.uniform(-8, 8, 100), [np.nextafter(2.0**-27, 1), np.nextafter(2.0**54, 0)]])
+    xs = xs * rng.choice([-1, 1], xs.size)
+    assert worst_relative_error(atan_eval_fast64, lambda v: gmpy2.atan(abs(v)), xs) < gmpy2.mpfr(2) ** -69.98
+    undecided = 0
+    with gmpy2.context(gmpy2.ieee(64)):
+        for x in xs:
+            r, ok = atan_fast64(np.float64(x))
+            undecided += not ok
+            assert not ok or r == float(gmpy2.atan(gmpy2.mpfr(float(x)))), x
+    assert undecided <= xs.size / 1024
+    for x, want in ((0.0, 0.0), (-0.0, -0.0), (2.0**-27, 2.0**-27), (-5e-324, -5e-324), (np.inf, np.pi / 2),
+                    (-np.inf, -np.pi / 2), (2.0**54, np.pi / 2), (-1e300, -np.pi / 2)):
+        r, ok = atan_fast64(np.float64(x))
+        assert ok and np.float64(r).view(np.uint64) == np.float64(want).view(np.uint64), x
+    assert atan_fast64(np.float64(np.nan))[1] and np.isnan(atan_fast64(np.float64(np.nan))[0])
+
+
 LAUNCH_CASES = {
     # name: (a uniform range that the fast path evaluates, a range it leaves undecided or is weakest in)
     "exp": ((-700.0, 700.0), (-745.2, -708.3)),
@@ -296,7 +394,10 @@ LAUNCH_CASES = {
     "log": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),  # log2 of x; none left out: near 1, log1p's series
     "log2": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
     "log10": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
+    "cbrt": ((-1074.0, 1024.0), (0.0, 2.0**-1022)),  # log2 of |x|; subnormals: scaled by 2^54
+    "atan": ((-30.0, 60.0), (1 - 2.0**-8, 1 + 2.0**-8)),  # log2 of |x|; around 1 the reduction turns to 1/x
 }
+LOG2_RANGES = {"log", "log2", "log10", "cbrt", "atan"}  # the first range is that of log2 |x|
 
 
 @pytest.mark.parametrize("name", sorted(LAUNCH_CASES))
@@ -308,7 +409,10 @@ def test_two_loop_launch_matches_mpfr(name):
     rng = np.random.Generator(np.random.PCG64(3))
     n = SERIAL_MAX + 5000
     main = rng.uniform(lo, hi, 2 * n // 3)
-    main, sign = (np.exp2(main), 1) if name in ("log", "log2", "log10") else (main, rng.choice([-1, 1], n // 3))
+    positive = name in ("log", "log2", "log10")
+    if name in LOG2_RANGES:
+        main = np.exp2(main) if positive else np.exp2(main) * rng.choice([-1, 1], main.size)
+    sign = 1 if positive else rng.choice([-1, 1], n // 3)
     x = np.concatenate([main, rng.uniform(ulo, uhi, n // 3) * sign,
                         V64.special_inputs(), V64.load_hard_cases_f64(name)[0]])
     x = x[rng.permutation(x.size)]

@@ -29,11 +29,12 @@ from math import isqrt
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import abs32, dd_add, fast_two_sum, neg32, signbit32, two_prod, two_sum
+from .core import abs32, fast_two_sum, neg32, signbit32, two_prod
 from .exact64 import bracket_err
 from .multiword import td_add, td_const, td_div, td_mul, td_renorm, td_round
-from .trig64 import PI_Q, PIO2_H, PIO2_L, PIO2_M, dd_div_fast
+from .trig64 import PI_Q, PIO2_H, PIO2_L, PIO2_M
 from .exception_tables import coefficient_array, exception_arrays, finish, horner
 from .coefficients import ATAN_CENTER, ATAN_CENTER_COMPL, ATAN_SMALL
 
@@ -152,15 +153,9 @@ def atan_f32(x):
 # atan y = 2 atan(y / (1 + sqrt(1 + y^2))), integer square roots, then the
 # series; error < 2^-390), stored as triple-doubles (< 2^-159 relatively).
 #
-# Fast path (double-double, relative error < 2^-65): v (dd_div_fast, 2^-100),
-# the numerator and 1 + v c (two_prod, two_sum: < 2^-104), u (dd_div_fast),
-# atan u = u_h + (u_l (1 - z) + u_h z P(z)), z = u_h^2, P = -1/3 + z/5 - z^2/7
-# + z^3/9 in double (remainder u^10/11 < 2^-73.5 relatively); u_h z P is below
-# 2^-15.6 |u| and carries < 4 roundings (< 2^-66.6 |u|).  Adding atan c
-# (two_sum, then the low parts, < 2^-28.6 absolutely, rounded thrice: < 2^-80
-# relatively to a result >= 2^-7 for j >= 1) and, for a > 1, subtracting from
-# pi/2 (dd_add, 2^-104): < 2^-65 overall.  The rounding test (`bracket_err`,
-# err >= 2 E + 2^-52 |l|) uses 2^-62.
+# Fast path: plain double with a double-double quotient and its own
+# reduction, around j/256 (atan_fast64, below); where it cannot decide, the
+# accurate path.
 # Accurate path (triple-double): the same steps with td_div, td_mul, td_add
 # (< 2^-148 each), atan u to u^21/21 (remainder u^22/23 < 2^-158 relatively),
 # Horner on 11 triple-double coefficients: < 2^-143, with the factor 2 of the
@@ -169,10 +164,10 @@ def atan_f32(x):
 _ATAN_BITS = 400
 
 
-def _atan_fixed(j):
-    """atan(j/64) 2^400 for 0 <= j <= 64 (three halvings, then the series)."""
+def _atan_fixed(j, steps=64):
+    """atan(j/steps) 2^400 for 0 <= j <= steps (three halvings, then the series)."""
     one = 1 << _ATAN_BITS
-    y = (j << _ATAN_BITS) // 64
+    y = (j << _ATAN_BITS) // steps
     for _ in range(3):
         y = (y << _ATAN_BITS) // (one + isqrt(one * one + y * y))
     total, power, k, y2 = 0, y, 0, y * y
@@ -192,7 +187,6 @@ ATAN_TINY = F64(2.0**-27)
 ATAN_HUGE = F64(2.0**54)
 TABLE_STEPS64 = F64(64.0)
 INV_TABLE_STEPS64 = F64(1.0 / 64.0)
-REL_FAST64 = F64(2.0**-62)
 NAN64 = F64(np.nan)
 ZERO64 = F64(0.0)
 SHIFT64 = F64(6755399441055744.0)  # 1.5 2^52: (y + SHIFT) - SHIFT rounds y to an integer
@@ -219,35 +213,132 @@ def _atan_centre(vh):
     return np.int64(jf), mul_rn(jf, INV_TABLE_STEPS64), fma_rn(negate(jf), INV_TABLE_STEPS64, vh)
 
 
+# --------------------------------------------------------------------------- float64 fast path
+#
+# atan_fast64: plain-double operations only, branch-free (both reductions are
+# computed and selected, the specials replaced at the end; arguments outside
+# 2^-27 < a < 2^54, NaN included, evaluate a = 1), so that the CPU launcher's
+# first loop vectorises.  Relative errors; each rounding counted, u = 2^-53.
+#
+# Reduction to |u| <= 2^-9 (1 + 2^-44) around c = j/256, j = 0..256, with the
+# argument kept as a numerator and a denominator (no double-double 1/a):
+# * a <= 1: j = round(256 a), u = (a - c)/(1 + a c), atan a = atan c + atan u.
+#   N = a - c is exact (both are multiples of ulp(a), |a - c| <= 2^-9 <= a
+#   for j >= 1; c = 0 for j = 0).  a c = p + pe exactly (two_prod; p <= 1),
+#   1 + p = dh + dl0 exactly (fast_two_sum), dl = RN(dl0 + pe): D = 1 + a c
+#   to 2^-105 absolutely, 1 <= D <= 2.
+# * a > 1: j = round(256 RN(1/a)) (so |1/a - c| <= 2^-9 + 2^-53), u =
+#   (1/a - c)/(1 + c/a) = (1 - c a)/(a + c), atan a = pi/2 - atan c - atan u.
+#   N = (1 - p) - pe exactly, 1 - p exact: for j >= 1, a <= 512 and c a lies
+#   in [2/3, 2 (1 + 2^-52)] (Sterbenz up to 2; above, p and 1 are multiples
+#   of 2^-52 and |1 - p| < 2); p = pe = 0 for j = 0.  D = a + c = dh + dl
+#   exactly (fast_two_sum, a > c).
+#   j is read from the bits of RN(256 v + 1.5 2^52) (ulp 1 there: the integer
+#   nearest 256 v sits in the low significand bits), an integer operation.
+# * Quotient: inv = RN(1/dh), N1 = RN(nh + nl), uh = RN(N1 inv): uh = u (1 +
+#   eta), |eta| < 3u + |dl/dh| + u^2 < 2^-50.6.  The remainder rho = N - uh D
+#   = nh + nl - uh dh - uh dl by fma(-uh, dh, nh), + nl, fma(-uh, dl, .):
+#   |rho| = |eta| |N| < 2^-50.6 D |u|, each rounding at most u (|rho| + |nl|
+#   + |uh dl|): < 2^-103.6 |u| + 2^-104.9 absolutely; ul = RN(rho inv)
+#   (relative 2^-51.4 of rho/D): |uh + ul - u| < 2^-101.5 |u| + 2^-104.9.
+# * atan u = u - u^3/3 + u^5/5 - u^7/7 + u^9/9 - ..., z = u^2 <= 2^-18
+#   (1 + 2^-43): the remainder is below u z^5/11 < 2^-93.4 |u|.  Computed as
+#   uh + sl, sl = fma(uh z, P(z), ul (1 - z)), z = RN(uh^2), P = -1/3 + z/5
+#   - z^2/7 + z^3/9 by Horner (A3 = RN(-1/3) to 2^-54, the last fma 2^-53,
+#   the inner ones damped by z/0.6: 1.5u).  T = uh z P, |T| < 2^-19.58 |u|,
+#   carries the roundings of z, uh z and P: 3.5u |T| < 2^-70.77 |u|; the
+#   rounding of sl u |sl| < 2^-72.58 |u|; ul (1 - z) replaces ul/(1 + u^2)
+#   (error z^2 |ul| < 2^-86 |u|) and T(uh) differs from T(u) by that first
+#   order term, within 2^-100 |u|.  So atan u = uh + sl within 2^-70.37 |u|
+#   + 2^-104.8.
+# * Table: atan(j/256) as double-doubles Th + Tl (from the 400-bit values of
+#   _atan_fixed, each rounded to nearest twice): relative error < 2^-106
+#   (measured < 2^-107.1).  h1 + e1 = Th + uh exactly (fast_two_sum: Th >=
+#   atan(2^-8) > |uh| for j >= 1, Th = 0 for j = 0), l1 = RN(RN(e1 + Tl) +
+#   sl): roundings < 2^-105 h1 + u |l1| < 2^-72.58 |u| + 2^-104.9 h1.
+#   atan v = h1 + l1 within 2^-70.0 |u| + 2^-103.9 atan v, and |u| <=
+#   (1 + 2^-18) atan v (j = 1: atan v >= atan(2^-9); j = 0: atan u >= u (1 -
+#   z/3)): within 2^-69.99 atan v.
+# * a > 1: g + ge = PIO2_H - h1 exactly (fast_two_sum, h1 <= pi/4 + 2^-60),
+#   gl = RN(RN(ge + PIO2_M) - l1) (fma, the product by -1 exact), rounding
+#   < 2^-53 (2^-52 + 2^-28) < 2^-81; PIO2_H + PIO2_M is pi/2 to 2^-106; the
+#   result is >= pi/4 >= atan v, so the relative error stays < 2^-69.99
+#   (+ 2^-80).
+# Finally h + l = fast_two_sum of the selected pair (exact, |l| <= 2^-53 |h|):
+# within E < 2^-69.98 |h + l|.  The rounding test (exact64.bracket_err) uses
+# err = 2^-67 |h|, more than 2 E + 2^-52 |l| with a margin of 2^1.9.  atan x
+# is irrational for x != 0 (never a double or a midpoint), so a window that
+# rounds alike gives RN(atan x); the results are normal doubles, >= 2^-27.
+
+STEPS256 = 256
+ATAN256_H = np.array([td_const(_atan_fixed(j, STEPS256))[0] for j in range(STEPS256 + 1)], dtype=np.float64)
+ATAN256_L = np.array([td_const(_atan_fixed(j, STEPS256))[1] for j in range(STEPS256 + 1)], dtype=np.float64)
+ATAN256_H[0] = ATAN256_L[0] = 0.0  # atan 0 = 0 exactly
+TABLE_STEPS256 = F64(256.0)
+INV_TABLE_STEPS256 = F64(1.0 / 256.0)
+SHIFT64_BITS = np.uint64(0x4338000000000000)  # the bits of SHIFT64 = 1.5 2^52
+REL_FAST64 = F64(2.0**-67)
+NEG_ONE = F64(-1.0)
+
+
 @jitable
-def atan_fast64(x):
-    """(atan(x) correctly rounded, True) where the double-double fast path and
-    its rounding test decide, else (anything, False)."""
-    r, done = _atan_special(x)
-    if done:
-        return r, True
+def atan_eval_fast64(x):
+    """(h, l, 0) with h + l within 2^-69.98 of atan|x| relatively, for
+    2^-27 < |x| < 2^54 (comment above); other x evaluate atan(1).
+    Branch-free: both reductions are computed, then selected; inlined into
+    its callers (LLVM would leave a call to a function this large, which
+    keeps the loop scalar)."""
+    inline_into_callers()
     a = fabs(x)
+    a = a if (a > ATAN_TINY) & (a < ATAN_HUGE) else ONE
     inverse = a > ONE
-    if inverse:
-        vh, vl = dd_div_fast(ONE, ZERO64, a, ZERO64)
-    else:
-        vh, vl = a, ZERO64
-    j, c, d = _atan_centre(vh)
-    dh, dl = two_sum(d, vl)
-    p, pe = two_prod(vh, c)
-    nh, nl = two_sum(ONE, p)
-    nl = add_rn(nl, fma_rn(vl, c, pe))
-    uh, ul = dd_div_fast(dh, dl, nh, nl)
+    q = div_rn(ONE, a)
+    v = q if inverse else a
+    t = add_rn(mul_rn(v, TABLE_STEPS256), SHIFT64)
+    j = bitcast(t) - SHIFT64_BITS
+    c = mul_rn(sub_rn(t, SHIFT64), INV_TABLE_STEPS256)
+    p, pe = two_prod(a, c)
+    nh = sub_rn(ONE, p) if inverse else sub_rn(a, c)
+    nl = negate(pe) if inverse else ZERO64
+    dh, dl = fast_two_sum(a if inverse else ONE, c if inverse else p)
+    dl = dl if inverse else add_rn(dl, pe)
+    inv = div_rn(ONE, dh)
+    uh = mul_rn(add_rn(nh, nl), inv)
+    rho = fma_rn(negate(uh), dl, add_rn(fma_rn(negate(uh), dh, nh), nl))
+    ul = mul_rn(rho, inv)
     z = mul_rn(uh, uh)
     poly = fma_rn(z, fma_rn(z, fma_rn(z, A9, A7), A5), A3)
     sl = fma_rn(mul_rn(uh, z), poly, fma_rn(negate(ul), z, ul))  # atan u = uh + sl
-    h, e = two_sum(ATAN_TABLE[j, 0], uh)
-    l = add_rn(add_rn(e, ATAN_TABLE[j, 1]), sl)
-    h, l = fast_two_sum(h, l)
-    if inverse:
-        h, l = dd_add(PIO2_H, PIO2_M, negate(h), negate(l))
-    lo, hi = bracket_err(h, l, mul_rn(fabs(h), REL_FAST64))
-    return (negate(lo) if x < ZERO64 else lo), lo == hi
+    h1, e1 = fast_two_sum(ATAN256_H[j], uh)
+    l1 = add_rn(add_rn(e1, ATAN256_L[j]), sl)
+    # pi/2 - (h1 + l1) for a > 1, else 0 + (h1 + l1) (the same operations,
+    # exact for a <= 1: fast_two_sum(0, h1) = (h1, 0), then l1 + 0): selects
+    # of constants only, which keep the loop free of branches
+    sign = NEG_ONE if inverse else ONE
+    g, ge = fast_two_sum(PIO2_H if inverse else ZERO64, mul_rn(sign, h1))
+    gl = fma_rn(sign, l1, add_rn(ge, PIO2_M if inverse else ZERO64))
+    h, l = fast_two_sum(g, gl)
+    return h, l, 0
+
+
+@jitable
+def atan_fast64(x):
+    """(atan(x) correctly rounded, True), or (anything, False) where the fast
+    path cannot decide: `atan_eval_fast64` and a rounding test of four
+    additions (exact64.bracket_err) for 2^-27 < |x| < 2^54; NaN, |x| <=
+    2^-27 (atan x rounds to x) and |x| >= 2^54 (+-RN(pi/2)) as in
+    `_atan_special`.  Branch-free, so that the CPU launcher vectorises it.
+    Undecided: about one argument in 2^13, which `atan_f64` hands to the
+    triple-double path."""
+    inline_into_callers()
+    a = fabs(x)
+    h, l, _ = atan_eval_fast64(x)
+    lo, hi = bracket_err(h, l, mul_rn(h, REL_FAST64))
+    r = negate(lo) if x < ZERO64 else lo
+    r = x if a <= ATAN_TINY else r
+    r = (negate(PIO2_64) if x < ZERO64 else PIO2_64) if a >= ATAN_HUGE else r
+    r = NAN64 if x != x else r
+    return r, (lo == hi) | (a <= ATAN_TINY) | (a >= ATAN_HUGE) | (x != x)
 
 
 @jitable
