@@ -176,6 +176,30 @@ def test_log1p_fast_error_bounds():
     assert worst_relative_error(as_scaled(log1p_log_fast), gmpy2.log1p, large) < gmpy2.mpfr(2) ** -67.19
 
 
+def test_hypot_fast_error_bound():
+    """hypot.hypot_eval_fast64: sqrt(a^2 + b^2) within 2^-102 relatively for
+    2^-1000 <= a <= 2^1000, 2^-28 a < b <= a (argued in hypot.py; the
+    rounding test of hypot_fast64 assumes it).  Pythagorean triples are
+    decided as the exact result."""
+    from softrep.algorithms.math.hypot import hypot_eval_fast64, hypot_fast64
+
+    rng = np.random.Generator(np.random.PCG64(15))
+    a = np.exp2(rng.uniform(-1000, 1000, 3000))
+    b = a * np.exp2(rng.uniform(-27.9, 0, 3000))
+    b[:300] = a[:300] * rng.uniform(0.999, 1.0, 300)  # b near a: the largest sum
+    a[-2:], b[-2:] = [2.0**1000, 2.0**-1000], [2.0**1000, 2.0**-1000]
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for x, y in zip(a, b):
+            h, l, scale = hypot_eval_fast64(np.float64(x), np.float64(y))
+            exact = gmpy2.sqrt(gmpy2.mpfr(float(x)) ** 2 + gmpy2.mpfr(float(y)) ** 2)
+            got = (gmpy2.mpfr(float(h)) + gmpy2.mpfr(float(l))) * gmpy2.mpfr(float(scale))
+            worst = max(worst, abs((got - exact) / exact))
+        assert worst < gmpy2.mpfr(2) ** -102
+    for x, y, z in ((3.0, 4.0, 5.0), (5.0, 12.0, 13.0), (20.0, 21.0, 29.0), (3 * 2.0**-900, 4 * 2.0**-900, 5 * 2.0**-900)):
+        assert hypot_fast64(np.float64(x), np.float64(y)) == (z, True)
+
+
 def test_log_tables():
     """r = m LOG_INV[i] - 1 is exact (LOG_INV a multiple of 2^-9, |r| < 2^-8 on
     the whole interval) and T[i] = -log(LOG_INV[i]) (or -log(2 LOG_INV[i])) to 2^-107."""
@@ -397,6 +421,10 @@ LAUNCH_CASES = {
     "cbrt": ((-1074.0, 1024.0), (0.0, 2.0**-1022)),  # log2 of |x|; subnormals: scaled by 2^54
     "atan": ((-30.0, 60.0), (1 - 2.0**-8, 1 + 2.0**-8)),  # log2 of |x|; around 1 the reduction turns to 1/x
 }
+# two-argument functions: (the range of both arguments, a range of the second that the fast path leaves undecided)
+LAUNCH_CASES2 = {
+    "hypot": ((-100.0, 100.0), (2.0**-1074, 2.0**-1000)),  # the second range: both arguments (a < 2^-1000)
+}
 LOG2_RANGES = {"log", "log2", "log10", "cbrt", "atan"}  # the first range is that of log2 |x|
 
 
@@ -420,3 +448,26 @@ def test_two_loop_launch_matches_mpfr(name):
     want = V64.reference_bits(name, (x,))
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, (x[bad[:5]], got[bad[:5]], want[bad[:5]])
+
+
+@pytest.mark.parametrize("name", sorted(LAUNCH_CASES2))
+def test_two_loop_launch_matches_mpfr_two_arguments(name):
+    """The two-input decided-first launch (softrep/cpu/launch.py) with more than
+    SERIAL_MAX pairs, a third of them undecided by the fast path, the
+    specials' pairs and the committed hard cases, against MPFR."""
+    (lo, hi), (ulo, uhi) = LAUNCH_CASES2[name]
+    rng = np.random.Generator(np.random.PCG64(4))
+    n = SERIAL_MAX + 5000
+    x = np.concatenate([rng.uniform(lo, hi, 2 * n // 3), rng.uniform(ulo, uhi, n // 3)])
+    y = np.concatenate([rng.uniform(lo, hi, 2 * n // 3), rng.uniform(ulo, uhi, n // 3)])
+    specials = V64.special_inputs()
+    partners = [rng.permutation(specials)] + [np.full(specials.size, v) for v in (0.0, -0.0, np.inf, np.nan, 1.0)]
+    sx, sy = np.tile(specials, len(partners)), np.concatenate(partners)
+    hx, hy = V64.load_hard_cases_f64(name)
+    x, y = np.concatenate([x, sx, hx]), np.concatenate([y, sy, hy])
+    order = rng.permutation(x.size)
+    x, y = x[order], y[order]
+    got = M.FUNCTIONS[name].op(torch.from_numpy(x), torch.from_numpy(y)).numpy().view(np.uint64)
+    want = V64.reference_bits(name, (x, y))
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (x[bad[:5]], y[bad[:5]], got[bad[:5]], want[bad[:5]])

@@ -73,33 +73,36 @@ def elementwise(f, nin):
         raise ValueError(f"elementwise kernels take 1 to 3 inputs, got nin={nin}")
     fast = getattr(f, "decided_fast", None)
     fast64 = getattr(f, "decided_fast64", None)
-    if nin == 1 and (fast is not None or fast64 is not None):
-        return _decided_first(f, fast, fast64)
+    if nin in (1, 2) and (fast is not None or fast64 is not None):
+        return _decided_first(f, nin, fast, fast64)
+    run = _one_loop(f, nin)
+    signatures = elementwise_signatures(f, nin)
+    run.kernels = (add(f"elementwise.{f.__name__}", lambda: (run, signatures)),)
+    _add_serial(run, f, nin, signatures)
+    return run
+
+
+def _one_loop(f, nin):
+    """The parallel loop out[i] = f(*inputs[i]) over 1-D contiguous arrays."""
     if nin == 1:
 
-        @njit(parallel=True, cache=True)
         def run(out, x):
             for i in prange(out.size):
                 out[i] = canonical(f(x[i]))
 
     elif nin == 2:
 
-        @njit(parallel=True, cache=True)
         def run(out, x, y):
             for i in prange(out.size):
                 out[i] = canonical(f(x[i], y[i]))
 
-    elif nin == 3:
+    else:
 
-        @njit(parallel=True, cache=True)
         def run(out, x, y, z):
             for i in prange(out.size):
                 out[i] = canonical(f(x[i], y[i], z[i]))
 
-    signatures = elementwise_signatures(f, nin)
-    run.kernels = (add(f"elementwise.{f.__name__}", lambda: (run, signatures)),)
-    _add_serial(run, f, nin, signatures)
-    return run
+    return njit(parallel=True, cache=True)(run)
 
 
 # --------------------------------------------------------------------------- the light path
@@ -130,12 +133,21 @@ def _serial_kernel(f, nin, dtype, chunk=None):
     buffers of `dtype`, the element count, CONTROL_MASK).  A Python call with
     integers costs a fraction of one with arrays, and the kernel sets IEEE's
     control state itself (`enter_ieee`), so the launch is one call.  With
-    `chunk(out, x, lo, hi)` (one input), the loop is that function's."""
-    if chunk is not None:
+    `chunk(out, *inputs, lo, hi)` (one or two inputs), the loop is that
+    function's."""
+    if chunk is not None and nin == 1:
 
         def serial(out, x, n, mask):
             old = enter_ieee(mask)
             chunk(carray(_address_as_pointer(out), n, dtype), carray(_address_as_pointer(x), n, dtype), 0, n)
+            leave_ieee(old)
+
+    elif chunk is not None:
+
+        def serial(out, x, y, n, mask):
+            old = enter_ieee(mask)
+            chunk(carray(_address_as_pointer(out), n, dtype), carray(_address_as_pointer(x), n, dtype),
+                  carray(_address_as_pointer(y), n, dtype), 0, n)
             leave_ieee(old)
 
     elif nin == 1:
@@ -241,82 +253,102 @@ def prefer_host_vectors(typingctx):
     return types.none(), codegen
 
 
-def _decided_chunk(f, fast, marker):
-    """`chunk(out, x, lo, hi)` of the decided-first launcher for one dtype:
-    `fast` over [lo, hi), undecided elements marked in `out` itself by the
-    dtype's `marker` bits (a NaN payload that no result has: every NaN result
-    is canonical, so no flag array is allocated), then `f` on the marked ones
-    only.
+def _decided_chunk(f, fast, marker, nin=1):
+    """`chunk(out, x, lo, hi)` (nin = 2: `chunk(out, x, y, lo, hi)`) of the
+    decided-first launcher for one dtype: `fast` over [lo, hi), undecided
+    elements marked in `out` itself by the dtype's `marker` bits (a NaN
+    payload that no result has: every NaN result is canonical, so no flag
+    array is allocated), then `f` on the marked ones only.
 
     Compiled on its own (Numba does not vectorise a loop nested in a prange
     body), with unsigned indices (a signed one gets negative-index wraparound
     code on every access) and the numpy error model (Python's guards integer
     divisions with a branch); either stopped the vectoriser."""
 
-    @njit(cache=True, error_model="numpy")
-    def chunk(out, x, lo, hi):
-        prefer_host_vectors()
-        undecided = np.uint32(0)
-        for i in range(np.uint64(lo), np.uint64(hi)):
-            r, ok = fast(x[i])
-            out[i] = canonical(r) if ok else bitcast(marker)
-            undecided |= np.uint32(0) if ok else np.uint32(1)
-        if undecided:
+    if nin == 1:
+
+        def chunk(out, x, lo, hi):
+            prefer_host_vectors()
+            undecided = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
-                if bitcast(out[i]) == marker:
-                    out[i] = canonical(f(x[i]))
+                r, ok = fast(x[i])
+                out[i] = canonical(r) if ok else bitcast(marker)
+                undecided |= np.uint32(0) if ok else np.uint32(1)
+            if undecided:
+                for i in range(np.uint64(lo), np.uint64(hi)):
+                    if bitcast(out[i]) == marker:
+                        out[i] = canonical(f(x[i]))
 
-    return chunk
+    else:
+
+        def chunk(out, x, y, lo, hi):
+            prefer_host_vectors()
+            undecided = np.uint32(0)
+            for i in range(np.uint64(lo), np.uint64(hi)):
+                r, ok = fast(x[i], y[i])
+                out[i] = canonical(r) if ok else bitcast(marker)
+                undecided |= np.uint32(0) if ok else np.uint32(1)
+            if undecided:
+                for i in range(np.uint64(lo), np.uint64(hi)):
+                    if bitcast(out[i]) == marker:
+                        out[i] = canonical(f(x[i], y[i]))
+
+    return njit(cache=True, error_model="numpy")(chunk)
 
 
-def _chunked(chunk):
-    """The parallel launch of `chunk` over CHUNK-element work items."""
+def _chunked(chunk, nin=1):
+    """The parallel launch of `chunk` (of `nin` inputs) over CHUNK-element work items."""
 
-    @njit(parallel=True, cache=True)
-    def two_loops(out, x):
-        n = out.size
-        for c in prange((n + CHUNK - 1) // CHUNK):
-            chunk(out, x, c * CHUNK, min(n, c * CHUNK + CHUNK))
+    if nin == 1:
 
-    return two_loops
+        def two_loops(out, x):
+            n = out.size
+            for c in prange((n + CHUNK - 1) // CHUNK):
+                chunk(out, x, c * CHUNK, min(n, c * CHUNK + CHUNK))
+
+    else:
+
+        def two_loops(out, x, y):
+            n = out.size
+            for c in prange((n + CHUNK - 1) // CHUNK):
+                chunk(out, x, y, c * CHUNK, min(n, c * CHUNK + CHUNK))
+
+    return njit(parallel=True, cache=True)(two_loops)
 
 
 @functools.lru_cache(maxsize=None)
-def _decided_first(f, fast, fast64=None):
-    """Launcher for a kernel `f` whose float32 version has a companion
-    `fast(x) -> (f(x), True)`, or `(anything, False)` where it cannot decide
-    (and/or whose float64 version has such a companion `fast64`).
-    Per chunk of CHUNK elements, a first loop runs only `fast`, which is
-    branch-free and vectorises, and notes whether any element is undecided;
-    only such a chunk (about 2^-21 of the inputs are undecided for the math
-    functions: a handful of chunks) is walked again, while it is still in
-    cache, computing `f` there.  So out[i] = f(x[i]) for every i, exactly as
-    the one-loop launcher computes it (`f` returns `fast`'s result whenever
-    `fast` decides: softrep/math/__init__.py).  A dtype without a companion
-    takes the one-loop path."""
-    @njit(parallel=True, cache=True)
-    def one_loop(out, x):
-        for i in prange(out.size):
-            out[i] = canonical(f(x[i]))
-
+def _decided_first(f, nin, fast, fast64=None):
+    """Launcher for a kernel `f` of `nin` (1 or 2) inputs whose float32 version
+    has a companion `fast(*x) -> (f(*x), True)`, or `(anything, False)` where
+    it cannot decide (and/or whose float64 version has such a companion
+    `fast64`).  Per chunk of CHUNK elements, a first loop runs only `fast`,
+    which is branch-free and vectorises, and notes whether any element is
+    undecided; only such a chunk (about 2^-21 of the inputs are undecided for
+    the math functions: a handful of chunks) is walked again, while it is
+    still in cache, computing `f` there.  So out[i] = f(x[i]) for every i,
+    exactly as the one-loop launcher computes it (`f` returns `fast`'s result
+    whenever `fast` decides: softrep/math/__init__.py).  A dtype without a
+    companion takes the one-loop path."""
+    one_loop = _one_loop(f, nin)
     chunks = {}
     two_loops = two_loops64 = None
     if fast is not None:
-        chunks[np.dtype(np.float32)] = _decided_chunk(f, fast, UNDECIDED_BITS)
-        two_loops = _chunked(chunks[np.dtype(np.float32)])
+        chunks[np.dtype(np.float32)] = _decided_chunk(f, fast, UNDECIDED_BITS, nin)
+        two_loops = _chunked(chunks[np.dtype(np.float32)], nin)
     if fast64 is not None:
-        chunks[np.dtype(np.float64)] = _decided_chunk(f, fast64, UNDECIDED_BITS64)
-        two_loops64 = _chunked(chunks[np.dtype(np.float64)])
+        chunks[np.dtype(np.float64)] = _decided_chunk(f, fast64, UNDECIDED_BITS64, nin)
+        two_loops64 = _chunked(chunks[np.dtype(np.float64)], nin)
 
-    def run(out, x):
-        if x.dtype == np.float32 and fast is not None:
-            two_loops(out, x)
-        elif x.dtype == np.float64 and fast64 is not None:
-            two_loops64(out, x)
+    def run(out, *inputs):
+        dtype = inputs[0].dtype
+        if dtype == np.float32 and fast is not None:
+            two_loops(out, *inputs)
+        elif dtype == np.float64 and fast64 is not None:
+            two_loops64(out, *inputs)
         else:
-            one_loop(out, x)
+            one_loop(out, *inputs)
 
-    signatures = elementwise_signatures(f, 1)
+    signatures = elementwise_signatures(f, nin)
     decided = {types.float32: fast is not None, types.float64: fast64 is not None}
     f32 = tuple(s for s in signatures if s[0].dtype == types.float32 and decided[types.float32])
     f64 = tuple(s for s in signatures if s[0].dtype == types.float64 and decided[types.float64])
@@ -330,5 +362,5 @@ def _decided_first(f, fast, fast64=None):
         run.kernels += (add(f"elementwise.{f.__name__}", lambda: (one_loop, others)),)
     # Small launches: the same loops on the calling thread (`chunk` over all n
     # elements, so the fast path still vectorises).
-    _add_serial(run, f, 1, signatures, chunks)
+    _add_serial(run, f, nin, signatures, chunks)
     return run

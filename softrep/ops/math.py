@@ -164,9 +164,9 @@ def _define(name, grad, arg_names=("input",)):
         # where it did not decide (softrep/cpu/launch.py); `f32` is `fast`
         # followed by the accurate path, so the bits are f32's.
         kernel.decided_fast = k.fast
-    if k.f64_fast is not None and k.arity == 1:
-        # The same for float64 launches: `f64` is `f64_fast` followed by the
-        # accurate path(s).
+    if k.f64_fast is not None:
+        # The same for float64 launches (one or two inputs): `f64` is
+        # `f64_fast` followed by the accurate path(s).
         kernel.decided_fast64 = k.f64_fast
     fn = MathFunction(name, k.arity, arg_names, k.f32, k.f64, kernel, grad, None)
     fn.op = _public_op(fn)

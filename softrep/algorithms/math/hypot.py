@@ -20,9 +20,9 @@ Pythagorean-like triples reaching a 25-bit midpoint) go to the even float32.
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, sqrt_rn, sub_rn
-from .core import WINDOW_HI, WINDOW_LO, abs32, dd_add, round_if_safe, two_prod
-from .exact64 import (bracket, bracket_outward, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid)
+from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, sqrt_rn, sub_rn
+from .core import WINDOW_HI, WINDOW_LO, abs32, dd_add, fast_two_sum, round_if_safe, two_prod
+from .exact64 import (bracket, bracket_err, bracket_outward, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid)
 from .wide_int import wide, wide_add, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
 
@@ -159,12 +159,74 @@ def hypot_f64_window(x, y, rel):
     return r
 
 
+# --------------------------------------------------------------------------- fast path, branch-free
+#
+# hypot_fast64 evaluates the same double-double v' for 2^-1000 <= a <= 2^1000
+# and b > 2^-28 a with selects only (a = max(|x|, |y|), b = min), so that the
+# CPU launcher's first loop vectorises:
+# * 2^-e from a's exponent bits (-1000 <= e <= 1000: a normal power of two),
+#   f = a 2^-e in [1, 2) and bs = b 2^-e >= 2^-28 exactly.
+# * S = f^2 + bs^2: p1 + q1 and p2 + q2 exactly (two_prod), (sh, t) = p1 + p2
+#   exactly (fast_two_sum, p1 >= p2), sl = RN(RN(q1 + q2) + t): |q1|, |q2| <=
+#   2^-53 p1 and |t| <= 2^-53 sh, two roundings of at most 3 2^-53 sh: S =
+#   sh + sl within 2^-103.4 S (the longer dd_add is not needed: its extra
+#   steps keep the loop from vectorising).  sl is not renormalised: |sl| <=
+#   3.01 2^-53 sh.
+# * h = RN(sqrt(sh)), l = RN(RN(RN(sh - q) - qe) + sl)/RN(2h)) with h^2 = q + qe
+#   exact (sh - q exact, Sterbenz): as in the module's evaluation above, the
+#   roundings of a value below 2^-50.4 S and the omitted (S - h^2)^2/(8 h^3) <
+#   2^-105 h: |h + l - v'| < 2^-102 v'; the window 2^-98 h (exact64.bracket_err
+#   needs 2 2^-102 v' + 2^-52 |l| < 2^-100 h).
+# * the ends lie in [1, 2.83), the result v' 2^e is a normal double (e >=
+#   -1000), RN(v' 2^e) = RN(v') 2^e, exact.
+# An exact result (v' a double: Pythagorean triples) has l = 0 and both ends
+# round to h; a midpoint leaves the window undecided, for the exact decision.
+# Infinities (inf even with a NaN), NaN and b <= 2^-28 a (the result a, +0 for
+# two zeros) are selected; everything else is undecided: a outside
+# [2^-1000, 2^1000] and the windows that hold a rounding boundary.
+_HYPOT_FAST_LO = F64(2.0**-1000)
+_HYPOT_FAST_HI = F64(2.0**1000)
+ONE64 = F64(1.0)
+_EXP_BITS = np.uint64(0x7FF0000000000000)
+_TWO_EXP_BIAS = np.uint64(0x7FE0000000000000)  # bits(2^-e) = 0x7FE... - bits(2^e) for a normal 2^e
+
+
+@jitable
+def hypot_eval_fast64(a, b):
+    """(h, l, 2^e): sqrt(a^2 + b^2) = (h + l) 2^e within 2^-102 relatively,
+    1 <= h < 2.83, for 2^-1000 <= a <= 2^1000 and 2^-28 a < b <= a (above);
+    branch-free."""
+    scale_bits = bitcast(a) & _EXP_BITS
+    inv = bitcast(_TWO_EXP_BIAS - scale_bits)
+    f, bs = mul_rn(a, inv), mul_rn(b, inv)
+    p1, q1 = two_prod(f, f)
+    p2, q2 = two_prod(bs, bs)
+    sh, t = fast_two_sum(p1, p2)
+    sl = add_rn(add_rn(q1, q2), t)
+    h = sqrt_rn(sh)
+    q, qe = two_prod(h, h)
+    l = div_rn(add_rn(sub_rn(sub_rn(sh, q), qe), sl), add_rn(h, h))
+    return h, l, bitcast(scale_bits)
+
+
 @jitable
 def hypot_fast64(x, y):
-    """(hypot(x, y) correctly rounded, True) where both ends of the bracket
-    round alike, else (anything, False): the exact decision is needed."""
-    lo, hi, finite = _hypot_ends(x, y, REL_2M98)
-    return lo, (not finite) or lo == hi
+    """(hypot(x, y) correctly rounded, True), or (anything, False) where the
+    fast path cannot decide (above); branch-free."""
+    ax, ay = fabs(x), fabs(y)
+    a = ax if ax >= ay else ay
+    b = ay if ax >= ay else ax
+    inside = (a >= _HYPOT_FAST_LO) & (a <= _HYPOT_FAST_HI) & (mul_rn(b, TWO_P28) > a)
+    h, l, scale = hypot_eval_fast64(a if inside else ONE64, b if inside else ONE64)
+    lo, hi = bracket_err(h, l, mul_rn(h, REL_2M98))
+    r = mul_rn(lo, scale)
+    small = mul_rn(b, TWO_P28) <= a
+    r = a if small else r
+    nan = (x != x) | (y != y)
+    r = NAN64 if nan else r
+    infinite = (ax == INF64) | (ay == INF64)
+    r = INF64 if infinite else r
+    return r, (inside & (lo == hi)) | small | nan | infinite
 
 
 @jitable
