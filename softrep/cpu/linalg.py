@@ -148,54 +148,30 @@ def _pack_b(bp, bm, nr):
 
 # Transposed operands (a = at^T, b = bt^T with at, bt C-contiguous: the
 # weight of `linear`, the operands of the backward products) are packed from
-# their own layout, so no transposed copy is made first: the panels hold the
-# same values, so the chains and bits are those of the contiguous operand.
-@kernel("linalg.pack_a_columns", *[sig + (_I,) for sig in _arrays(4, 3)])
-@njit(parallel=True, cache=True)
-def _pack_a_columns(ap, at, mr):
-    # at (B, K, M) = a^T: each panel's MR rows of a are MR consecutive values of a row of at
-    nb, k_count, m = at.shape
-    npan = ap.shape[1]
-    for t in prange(nb * npan):
-        b, ip = t // npan, t % npan
-        rows = min(mr, m - ip * mr)
-        for k in range(k_count):
-            for r in range(rows):
-                ap[b, ip, k, r] = at[b, k, ip * mr + r]
-            for r in range(rows, mr):
-                ap[b, ip, k, r] = 0
+# their own layout, so no transposed copy is made first.  Packing a from at
+# is packing b from at (ap[b, ip, k, r] = at[b, k, ip*MR + r] is `_pack_b`'s
+# bp[b, jp, k, j] = bm[b, k, jp*NR + j]), and b from bt is `_pack_a`: the
+# panels hold the same values, so the chains and bits are those of the
+# contiguous operand.
 
 
-@kernel("linalg.pack_b_columns", *[sig + (_I,) for sig in _arrays(4, 3)])
-@njit(parallel=True, cache=True)
-def _pack_b_columns(bp, bt, nr):
-    # bt (B, N, K) = b^T: one task per panel, whose NR rows of bt are read
-    # side by side, k by k, into the panel's rows (contiguous writes)
-    nb, n, k_count = bt.shape
-    npan = bp.shape[1]
-    for t in prange(nb * npan):
-        b, jp = t // npan, t % npan
-        cols = min(nr, n - jp * nr)
-        for k in range(k_count):
-            for j in range(cols):
-                bp[b, jp, k, j] = bt[b, jp * nr + j, k]
-            for j in range(cols, nr):
-                bp[b, jp, k, j] = 0
+def _is_transposed(x):
+    return not x.flags.c_contiguous and x.transpose(0, 2, 1).flags.c_contiguous
 
 
 def pack_a(ap, a, mr):
     """Pack a (B, M, K): read where it lies when it is the transpose of a
     C-contiguous array, else from a C-contiguous array (a copy if needed)."""
-    if not a.flags.c_contiguous and a.transpose(0, 2, 1).flags.c_contiguous:
-        _pack_a_columns(ap, a.transpose(0, 2, 1), mr)
+    if _is_transposed(a):
+        _pack_b(ap, a.transpose(0, 2, 1), mr)
     else:
         _pack_a(ap, np.ascontiguousarray(a), mr)
 
 
 def pack_b(bp, b, nr):
     """Pack b (B, K, N), as `pack_a` does a."""
-    if not b.flags.c_contiguous and b.transpose(0, 2, 1).flags.c_contiguous:
-        _pack_b_columns(bp, b.transpose(0, 2, 1), nr)
+    if _is_transposed(b):
+        _pack_a(bp, b.transpose(0, 2, 1), nr)
     else:
         _pack_b(bp, np.ascontiguousarray(b), nr)
 
