@@ -392,6 +392,29 @@ def test_cpu_panels_hold_im2col(case, dtype):
     assert not tail.any() and not np.signbit(tail).any()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", WIDE_CASES)
+def test_cpu_weight_grad_operand_holds_im2col(case, dtype):
+    """The weight gradient's CPU packer writes, for every sample, group and
+    output pixel, the row of im2col values F.unfold gives, then +0 up to the
+    padded width."""
+    from softrep.algorithms.convolution import output_size
+    from softrep.cpu import conv as cpu_conv
+    from softrep.cpu.linalg import tree_width
+
+    n, ci, hp, wp, (kh, kw), (sh, sw), (dh, dw), groups = case
+    x = normal_tensor(10, (n, ci, hp, wp), dtype)
+    oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
+    kk = ci // groups * kh * kw
+    cols = F.unfold(x, (kh, kw), dilation=(dh, dw), stride=(sh, sw))
+    want = cols.view(n, groups, kk, oh * ow).transpose(2, 3).numpy()
+    b_pad = np.full((n, groups, oh * ow, tree_width(kk, want.dtype)), np.nan, want.dtype)
+    cpu_conv._pack_cols_by_pixel(b_pad, x.numpy().reshape(-1), ci, hp, wp, groups, kh, kw, sh, sw, dh, dw, n, oh, ow)
+    np.testing.assert_array_equal(b_pad[..., :kk].view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
+    tail = b_pad[..., kk:]
+    assert not tail.any() and not np.signbit(tail).any()
+
+
 @pytest.mark.simulator
 @pytest.mark.parametrize("case", ODD_CASES)
 def test_simulator_and_cpu_agree_on_odd_geometry(case, backend):

@@ -17,7 +17,7 @@ from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
 from .launch import kernel
-from .linalg import packed_b, product_packed
+from .linalg import packed_b, product_packed, tree_product_padded, tree_width
 
 
 @kernel("conv.pack_im2col", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13
@@ -81,3 +81,46 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
         xflat = np.ascontiguousarray(xpad).reshape(-1)
         _pack_im2col(bp, xflat, xpad.shape[1], hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow)
     product_packed(out, w_g, bp, bias_rows=bias_rows if has_bias else None)
+
+
+@kernel("conv.pack_cols_by_pixel", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13
+                                      for t in (types.float32, types.float64)])
+@njit(parallel=True, cache=True, error_model="numpy")
+def _pack_cols_by_pixel(b_pad, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
+    # b_pad (N, G, OH*OW, npad): b_pad[s, g, p, k] is row k of group g's cols
+    # at column (s, p) -- the value F.unfold puts at [s, g*K + k, p] -- and +0
+    # for k >= K: the im2col of one sample, transposed and zero-padded, as
+    # the weight gradient's tree product reads it.  One work item per
+    # (sample, group); the taps' offsets are computed once per item.
+    c_g = c_in // groups
+    kk = c_g * kh * kw
+    npad = b_pad.shape[3]
+    pixels = oh * ow
+    flat = b_pad.reshape(-1)
+    for t in prange(n_img * groups):
+        s, g = t // groups, t % groups
+        taps = np.empty(kk, np.uint64)
+        for k in range(kk):
+            taps[k] = tap_offset(k, g, c_g, kh, kw, dh, dw, hp, wp)
+        for p in range(pixels):
+            base = np.uint64(column_offset(s * pixels + p, oh, ow, sh, sw, c_in, hp, wp))
+            row = np.uint64((t * pixels + p) * npad)
+            for k in range(np.uint64(kk)):
+                flat[row + k] = xflat[base + taps[k]]
+            for k in range(np.uint64(kk), np.uint64(npad)):
+                flat[row + k] = 0
+
+
+def weight_grad_tree(out, g_t, xpad, first, counts, sh, sw, dh, dw, kh, kw, groups):
+    """out (nodes, G, Cout/G, K): for each node the batch tree over its samples
+    (first[node], counts[node]) of g_t[s, g]^T @ cols_t[s, g], g_t (N, G, OH*OW,
+    Cout/G) the output gradient (any layout), cols_t the transposed im2col of
+    xpad (N, Cin, Hp, Wp) -- `softrep.cpu.linalg.tree_product` of
+    (g_t, cols_t), with cols_t packed straight from xpad."""
+    n_img, c_in, hp, wp = xpad.shape
+    oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
+    kk = c_in // groups * kh * kw
+    b_pad = np.empty((n_img, groups, oh * ow, tree_width(kk, xpad.dtype)), xpad.dtype)
+    _pack_cols_by_pixel(b_pad, np.ascontiguousarray(xpad).reshape(-1), c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw,
+                        n_img, oh, ow)
+    tree_product_padded(out, g_t, b_pad, first, counts)

@@ -546,14 +546,27 @@ def tree_product(out, at, bm, first, counts, dims):
         return
     samples, groups, k_count, m, n = (int(d) for d in dims)
     dtype = out.dtype
-    mpad, npad = _ceil_to(m, MR), _ceil_to(n, NR[dtype])
-    at_pad = np.zeros((samples, groups, k_count, mpad), dtype)
-    at_pad[..., :m] = at.reshape(samples, groups, k_count, m)
-    b_pad = np.zeros((samples, groups, k_count, npad), dtype)
+    b_pad = np.zeros((samples, groups, k_count, tree_width(n, dtype)), dtype)
     b_pad[..., :n] = bm.reshape(samples, groups, k_count, n)
+    tree_product_padded(out.reshape(-1, groups, m, n), at.reshape(samples, groups, k_count, m), b_pad, first, counts)
+
+
+def tree_width(n, dtype):
+    """The zero-padded width of `tree_product`'s second operand: whole register blocks."""
+    return _ceil_to(n, NR[np.dtype(dtype)])
+
+
+def tree_product_padded(out, at, b_pad, first, counts):
+    """`tree_product` with the second operand already zero-padded to
+    `tree_width` columns (b_pad (S, G, K, npad), C-contiguous; the padding
+    must be +0) and at (S, G, K, M) in any layout; out (nodes, G, M, N)."""
+    samples, groups, k_count, m = at.shape
+    dtype = out.dtype
+    at_pad = np.zeros((samples, groups, k_count, _ceil_to(m, MR)), dtype)
+    at_pad[..., :m] = at
     slots = 1 + max(int(counts.max()) - 1, 0).bit_length()
     with _slp_vectorize():
-        _tree_blocks[dtype](out.reshape(-1, groups, m, n), at_pad, b_pad, first, counts, slots)
+        _tree_blocks[dtype](out, at_pad, b_pad, first, counts, slots)
 
 
 def bmm_narrow(out, a, b, spec, fmt, addend=None):

@@ -12,10 +12,12 @@ This is the matrix product W_g (Cout/G, Cin/G*KH*KW) @ cols_g (Cin/G*KH*KW, N*OH
 in the k order of `softrep.ops.products` (cols = im2col of xpad), computed as an
 implicit GEMM: the CPU writes xpad straight into the product kernel's packed
 panels (softrep/cpu/conv.py), the CUDA kernel reads xpad directly
-(softrep/cuda/conv.py).  grad_weight uses an explicit im2col (torch `unfold`,
-which only moves values) and `products.tree_product`, which runs each sample's
-chain straight into the batch tree (the batched product of the per-sample
-partials when the gradient's own graph is recorded: same bits).
+(softrep/cuda/conv.py).  grad_weight is `products.tree_product` of the output
+gradient and the im2col of xpad, which runs each sample's chain straight into
+the batch tree (the batched product of the per-sample partials when the
+gradient's own graph is recorded: same bits); on the CPU its launcher packs
+the transposed im2col from xpad itself, elsewhere it is an explicit im2col
+(torch `unfold`, which only moves values).
 
 Backward (all products of `softrep.ops.products`, same k order):
 * grad_input: the stride-1 convolution, dilation (dh, dw), of gz -- the output
@@ -40,6 +42,7 @@ import torch.nn.functional as F
 from . import backend, batching, batchtree, mixed, summation
 from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
+from .memory import empty
 from .products import bmm, check_operands, streams_tree, tree_product
 
 
@@ -124,6 +127,24 @@ def _spread(g, stride, before, size):
     return torch.slice_scatter(g.new_zeros((n, c, size[0], size[1])), rows, 2, bh, bh + (oh - 1) * sh + 1, sh)
 
 
+def _weight_grad_nodes(g_t, xpad, ranges, stride, dilation, kernel, groups):
+    """`tree_product(g_t, cols_t, ranges)` on the CPU, cols_t (the transposed
+    im2col of xpad) packed by the launcher from xpad itself: the same chains
+    and tree, without the unfolded copies (softrep/cpu/conv.py)."""
+    n, _, _, co_g = g_t.shape
+    kk = xpad.shape[1] // groups * kernel[0] * kernel[1]
+    out = empty((len(ranges), groups, co_g, kk), dtype=g_t.dtype, device=g_t.device)
+    if out.numel() == 0:
+        return out
+    if g_t.shape[2] == 0:  # no output pixels: every chain is +0, and so is every sum of them
+        return out.zero_()
+    first = torch.tensor([f for f, _ in ranges], dtype=torch.int64)
+    counts = torch.tensor([c for _, c in ranges], dtype=torch.int64)
+    backend.execute(cpu_conv.weight_grad_tree, None, [out], [g_t.detach(), xpad.detach(), first, counts],
+                    stride[0], stride[1], dilation[0], dilation[1], kernel[0], kernel[1], groups)
+    return out
+
+
 class Conv2dFunction(torch.autograd.Function):
     """Forward: the implicit GEMM of the module docstring.  Backward: grad_input
     is itself a Conv2dFunction (of the zero-inserted gradient) and grad_weight a
@@ -171,20 +192,28 @@ class Conv2dFunction(torch.autograd.Function):
             g_s = g.reshape(n * groups, c_out // groups, oh * ow)
             xpad = x_or_xpad if tuple(x_or_xpad.shape) == tuple(xpad_shape) else \
                 F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
-            cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
             # the weight as the forward got it (softrep.tools.dispatch calls this
             # backward with a context of saved tensors only)
             weight = getattr(ctx, "weight", w)
-            if streams_tree(g_s, cols):
-                # the per-sample chains go straight into the batch tree, k = (oh, ow)
+            if streams_tree(g_s, xpad) and backend.select(g_s, xpad) == "cpu":
+                # the tree product below, its second operand packed straight from xpad
                 g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)
-                cols_t = cols.reshape(n, groups, -1, oh * ow).transpose(2, 3)
                 gw = batchtree.param_grad_of_nodes(
                     "conv2d", "weight", weight, n,
-                    lambda ranges: tree_product(g_t, cols_t, ranges).reshape(-1, *w.shape))
+                    lambda ranges: _weight_grad_nodes(g_t, xpad, ranges, stride, dilation, (kh, kw), groups)
+                    .reshape(-1, *w.shape))
             else:
-                partials = bmm(g_s, cols.transpose(1, 2)).reshape(n, *w.shape)
-                gw = batchtree.param_grad("conv2d", "weight", weight, partials)
+                cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
+                if streams_tree(g_s, cols):
+                    # the per-sample chains go straight into the batch tree, k = (oh, ow)
+                    g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)
+                    cols_t = cols.reshape(n, groups, -1, oh * ow).transpose(2, 3)
+                    gw = batchtree.param_grad_of_nodes(
+                        "conv2d", "weight", weight, n,
+                        lambda ranges: tree_product(g_t, cols_t, ranges).reshape(-1, *w.shape))
+                else:
+                    partials = bmm(g_s, cols.transpose(1, 2)).reshape(n, *w.shape)
+                    gw = batchtree.param_grad("conv2d", "weight", weight, partials)
         if has_bias and ctx.needs_input_grad[2]:
             # each sample's softrep.sum over (oh, ow), then the batch tree over n
             per_sample = summation.sum(g, (2, 3))
