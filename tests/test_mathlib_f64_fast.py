@@ -153,7 +153,7 @@ def test_expm1_fast_error_bounds():
 
 def test_log1p_fast_error_bounds():
     """explog64.log1p_series_fast on x itself (< 2^-67.8 relative for 2^-54 <=
-    |x| < 2^-9) and log1p.log1p_log_fast (< 2^-67.19 for |x| >= 2^-9, -1 < x),
+    |x| < 2^-9) and log1p.log1p_log_fast (< 2^-66.99 for |x| >= 2^-9, -1 < x),
     argued in log1p.py; the rounding tests of log1p_fast64 assume them.
     Arguments: log-uniform near 0, near -1 (1 + x exact), just beyond 2^-9
     (the smallest results of the second), and log-uniform up to DBL_MAX,
@@ -173,7 +173,7 @@ def test_log1p_fast_error_bounds():
         return lambda x: fast(x) + (0,)
 
     assert worst_relative_error(as_scaled(log1p_series_fast), gmpy2.log1p, small) < gmpy2.mpfr(2) ** -67.8
-    assert worst_relative_error(as_scaled(log1p_log_fast), gmpy2.log1p, large) < gmpy2.mpfr(2) ** -67.19
+    assert worst_relative_error(as_scaled(log1p_log_fast), gmpy2.log1p, large) < gmpy2.mpfr(2) ** -66.99
 
 
 def test_hypot_fast_error_bound():
@@ -215,7 +215,7 @@ def test_log_tables():
 
 
 def test_log_dd_fast_error_bound():
-    """explog64.log_dd_fast: relative error < 2^-67.2 (argued in explog64.py; the
+    """explog64.log_dd_fast: relative error < 2^-67.0 (argued in explog64.py; the
     rounding test of log_fast64 assumes it).  Arguments: log-uniform over all
     doubles (subnormals included), near 1 (where the result is log1p(x - 1)),
     and at both ends of every table interval."""
@@ -231,14 +231,14 @@ def test_log_dd_fast_error_bound():
         for x in xs:
             h, l = log_dd_fast(np.float64(x))
             worst = max(worst, relative_error(h, l, 0, gmpy2.log(gmpy2.mpfr(float(x)))))
-        assert worst < gmpy2.mpfr(2) ** -67.2
+        assert worst < gmpy2.mpfr(2) ** -67.0
     assert log_dd_fast(np.float64(1.0)) == (0.0, 0.0)
 
 
 def test_log2_log10_constants_and_error_bound():
     """log.log_times_fast64 (the fast paths of log2 and log10) assumes the
     double-double 1/ln2 and 1/ln10 within 2^-104 and log_dd_fast times them
-    (dd_mul) within 2^-67.19 of log2 x and log10 x; both measured here, and
+    (dd_mul) within 2^-66.99 of log2 x and log10 x; both measured here, and
     every power of 2 (log2) and of 10 (log10) decided as the exact integer."""
     from softrep.algorithms.math.core import INV_LN10, INV_LN10_L, INV_LN2, INV_LN2_L, dd_mul
     from softrep.algorithms.math.log import log_times_fast64
@@ -256,7 +256,7 @@ def test_log2_log10_constants_and_error_bound():
                 ph, pl = dd_mul(h, l, ch, cl)
                 exact = gmpy2.log(gmpy2.mpfr(float(x))) * exact_c
                 worst = max(worst, relative_error(ph, pl, 0, exact))
-            assert worst < gmpy2.mpfr(2) ** -67.19, base
+            assert worst < gmpy2.mpfr(2) ** -66.99, base
     for e in range(-1074, 1024):
         assert log_times_fast64(np.float64(2.0) ** e, INV_LN2, INV_LN2_L) == (float(e), True)
     for n in range(0, 23):

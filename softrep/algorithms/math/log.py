@@ -7,7 +7,7 @@ relative error < 2^-50).  Subnormal float32 inputs are normal doubles.
 Accurate path: `log_dd` (one Newton step on exp_dd; relative error < 2^-68).
 
 float64 (`log_f64`, correctly rounded; scheme: multiword.py): a fast path in
-double with a 128-entry table (explog64.log_dd_fast, relative error < 2^-67.2)
+double with a 256-entry table (explog64.log_dd_fast, relative error < 2^-67.0)
 and a rounding test of four additions; where it cannot decide, explog64's
 double-double log with the exact rounding test, else its triple-double
 version.
@@ -66,10 +66,10 @@ def log_special64(x):
     return x, False
 
 
-# explog64.log_dd_fast's relative error is < 2^-67.2 (explog64.py; measured
+# explog64.log_dd_fast's relative error is < 2^-67.0 (explog64.py; measured
 # < 2^-69): the rounding test's window, err = 2^-64 |h|, is more than
-# 2 * 2^-67.2 |h + l| + 2^-52 |l| (exact64.bracket_err's condition), with a
-# margin of 2^2.2.
+# 2 * 2^-67.0 |h + l| + 2^-52 |l| (exact64.bracket_err's condition), with a
+# margin of 2^2.0.
 LOG64_FAST_EPS = F64(2.0**-64)
 ONE64 = F64(1.0)
 
@@ -97,11 +97,11 @@ def log_fast64(x):
 def log_times_fast64(x, ch, cl):
     """(log(x) (ch + cl) correctly rounded, True), or (anything, False) where
     the rounding test cannot decide: log2 and log10 (ch + cl = 1/ln2, 1/ln10)
-    from the plain-double log.  explog64.log_dd_fast (< 2^-67.2) times the
+    from the plain-double log.  explog64.log_dd_fast (< 2^-67.0) times the
     constant (dd_mul, < 2^-102; the constant's own error, measured in
-    tests/test_mathlib_f64_fast.py, < 2^-104) is within 2^-67.19 of the exact
+    tests/test_mathlib_f64_fast.py, < 2^-104) is within 2^-66.99 of the exact
     value, relatively, so the window of log_fast64, 2^-64 |h|, keeps its
-    margin of 2^2.1 over exact64.bracket_err's condition.  Exact results (x a
+    margin of 2^2.0 over exact64.bracket_err's condition.  Exact results (x a
     power of 2 for log2, of 10 for log10, where the value is an integer) are
     doubles far from every rounding boundary, so both ends of the window
     round to them; no other result is a double or a midpoint (the values are

@@ -11,7 +11,7 @@ Accurate path: log_dd(x) * (1/ln10 as a double-double), relative error < 2^-67.
 float64 (`log10_f64`, correctly rounded; scheme: multiword.py): first the
 plain-double log of explog64.log_dd_fast times 1/ln10 with a four-addition
 rounding test (`log10_fast64`, log.log_times_fast64: relative error
-< 2^-67.19, window 2^-64); where it cannot decide, x = 2^e m as in
+< 2^-66.99, window 2^-64); where it cannot decide, x = 2^e m as in
 explog64.py, log10(x) = e log10(2) + log(m)/ln10: e log10(2) with an exact
 two_prod and one fma (< 2^-104) or two two_prods and a rounded product
 (< 2^-157), log m (< 2^-95.9, < 2^-144.3) times 1/ln10 (dd_mul / td_mul);

@@ -35,7 +35,7 @@ float64 (`log1p_f64`, correctly rounded; scheme: multiword.py):
   < 2^-95 (rounding test: 2^-93) and < 2^-143.9.
 The first of three steps (`log1p_fast64`) evaluates in plain double: log's
 series on x itself up to 2^-9, explog64.log_dd_fast(u) + c/u above it
-(< 2^-67.8 and < 2^-67.19, argued above it); what it cannot decide goes to
+(< 2^-67.8 and < 2^-66.99, argued above it); what it cannot decide goes to
 the double-double path (`log1p_dd_fast64`), then the triple-double one.
 """
 
@@ -123,12 +123,12 @@ def log1p_dd_fast64(x):
 # For |x| >= 2^-9 (-1 < x < inf): 1 + x = u + c exactly (two_sum), |c| <=
 # ulp(u)/2, u >= 2^-53 (x >= -1 is a multiple of 2^-53 below -1/2, where u =
 # 1 + x is exact and c = 0), and log1p(x) = log u + log(1 + t), t = c/u, |t|
-# <= 2^-53.  log u = lh + ll from explog64.log_dd_fast (< 2^-67.2 of |log u|,
+# <= 2^-53.  log u = lh + ll from explog64.log_dd_fast (< 2^-67.0 of |log u|,
 # and |log u| <= |log1p(x)| + 2^-52.9); log(1 + t) ~ RN(c/u) within 2^-53 |t|
 # + t^2/2 < 2^-105.4; (s, e) = lh + RN(c/u) exactly (fast_two_sum: |c/u| <=
 # 2^-53 < |lh|, since |log1p(x)| >= log(1 + 2^-9) > 2^-9.003), e + ll rounds
 # once (< 2^-104 |lh|), and the last fast_two_sum is exact.  Relative to
-# |log1p(x)| > 2^-9.003: < 2^-67.2 (1 + 2^-43) + 2^-96.3 + 2^-104 < 2^-67.19.
+# |log1p(x)| > 2^-9.003: < 2^-67.0 (1 + 2^-43) + 2^-96.3 + 2^-104 < 2^-66.99.
 # The rounding test (exact64.bracket_err) needs err >= 2E |v| + 2^-52 |l|;
 # both use 2^-64 |h|, as log_fast64 (a margin of 2^2.1).  log1p of a nonzero
 # double is never a double or a midpoint (it is transcendental), so only the
@@ -141,7 +141,7 @@ NEAR_SAFE = F64(2.0**-10)
 @jitable
 def log1p_log_fast(x):
     """log1p(x) as a double-double for |x| >= 2^-9, -1 < x < inf, relative
-    error < 2^-67.19 (above)."""
+    error < 2^-66.99 (above)."""
     u, c = two_sum(ONE, x)
     lh, ll = log_dd_fast(u)
     s, e = fast_two_sum(lh, div_rn(c, u))
