@@ -424,6 +424,7 @@ LAUNCH_CASES = {
 # two-argument functions: (the range of both arguments, a range of the second that the fast path leaves undecided)
 LAUNCH_CASES2 = {
     "hypot": ((-100.0, 100.0), (2.0**-1074, 2.0**-1000)),  # the second range: both arguments (a < 2^-1000)
+    "pow": ((0.0, 30.0), (2.0**-1074, 2.0**-1000)),  # the second: x subnormal or y below 2^-400 (undecided)
 }
 LOG2_RANGES = {"log", "log2", "log10", "cbrt", "atan"}  # the first range is that of log2 |x|
 

@@ -18,7 +18,8 @@ import pytest
 import torch
 
 import softrep
-from softrep.algorithms.math.pow import pow_exact64, pow_near_one64, pow_positive64
+from softrep.algorithms.math.pow import (pow_dd_fast64, pow_eval_fast64, pow_exact64, pow_fast64, pow_near_one64,
+                                         pow_positive64)
 from softrep.primitives.rounding import fabs
 from softrep.tools import verify_f64 as V64
 
@@ -40,6 +41,19 @@ def _accurate(x, y, out):
 def _exact(x, y, found, out):
     for i in range(x.size):
         found[i], out[i] = pow_exact64(x[i], y[i])
+
+
+@numba.njit(cache=True)
+def _eval_fast(x, y, h, l, q, ph, w):
+    for i in range(x.size):
+        h[i], l[i], q[i], ph[i], w[i] = pow_eval_fast64(x[i], y[i])
+
+
+@numba.njit(cache=True)
+def _fast(x, y, out, decided, out_dd, decided_dd):
+    for i in range(x.size):
+        out[i], decided[i] = pow_fast64(x[i], y[i])
+        out_dd[i], decided_dd[i] = pow_dd_fast64(x[i], y[i])
 
 
 @numba.njit(cache=True)
@@ -162,3 +176,91 @@ def test_simulator_matches_cpu_on_every_path(backend):
     backend("cpu")
     cpu = softrep.pow(x, y)
     assert np.array_equal(bits(sim.numpy()), bits(cpu.numpy()))
+
+
+def _fast_path_pairs(rng):
+    """x over every normal binade with y giving z = y log x up to the fast
+    range's ends, x next to 1 with large |y|, |z| next to +-708.3 and 709.7,
+    small and huge |y|, and exact powers (2^k, 3^2, 10^2, 5^3, 7^-2, 4^0.5)."""
+    import gmpy2
+
+    xs, ys = [], []
+    n = 1500
+    x = np.ldexp(rng.uniform(1, 2, n), rng.integers(-1022, 1024, n))
+    z = rng.uniform(-708.3, 709.7, n) * np.where(rng.integers(0, 2, n) == 1, 1, 2.0 ** rng.uniform(-60, 0, n))
+    xs.append(x)
+    ys.append(z / np.log(x))
+    for sign, ulp in ((1, 2.0**-52), (-1, 2.0**-53)):
+        k = np.floor(2.0 ** rng.uniform(0, 44, n))
+        x = 1 + sign * k * ulp
+        with gmpy2.context(precision=200):
+            lx = np.array([float(gmpy2.log(gmpy2.mpfr(float(v)))) for v in x])
+        xs.append(x)
+        ys.append(rng.uniform(-708.3, 709.7, n) / lx)
+    x = np.ldexp(rng.uniform(1, 2, n), rng.integers(-1022, 1024, n))
+    edge = np.where(rng.integers(0, 2, n) == 1, 709.7, -708.3) - rng.uniform(0, 2.0**-20, n) * np.sign(
+        rng.uniform(-1, 1, n))
+    xs.append(x)
+    ys.append(edge / np.log(x))
+    x = rng.uniform(0.001, 30, n)
+    ys.append(np.ldexp(rng.uniform(1, 2, n), rng.integers(-400, 9, n)) * np.where(rng.integers(0, 2, n), 1, -1))
+    xs.append(x)
+    k = np.arange(-1022, 1024, dtype=np.float64)
+    xs.append(np.concatenate([np.full(k.size, 2.0), [3.0, 10.0, 5.0, 7.0, 4.0, 9.0, 0.5, 1.5, 1e10]]))
+    ys.append(np.concatenate([k, [2.0, 2.0, 3.0, -2.0, 0.5, 1.5, -3.0, 4.0, 30.0]]))
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    keep = np.isfinite(y) & (np.abs(y) >= 2.0**-400) & (np.abs(y) <= 2.0**900) & (x != 1)
+    return x[keep], y[keep]
+
+
+def test_fast_path_error_bound():
+    """pow_eval_fast64 against MPFR (300 bits): the relative error of (h + l) 2^q
+    is below the bound argued in pow.py, 2^-66.7 m (1 + 2^-52) + 2^-102.6 |z|
+    + 2^-78.1 with m = min(|z|, 2^-9 |y|), and below w/2 - 2^-105 (the
+    rounding test's half window), wherever the leading word of z lies in the
+    fast range."""
+    import gmpy2
+
+    rng = np.random.Generator(np.random.PCG64(21))
+    x, y = _fast_path_pairs(rng)
+    h, l, ph, w = (np.empty(x.size) for _ in range(4))
+    q = np.empty(x.size, np.int32)
+    _eval_fast(x, y, h, l, q, ph, w)
+    inside = (ph >= -708.3) & (ph <= 709.7)
+    assert inside.sum() > 8000
+    worst_ratio = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        two = gmpy2.mpfr(2)
+        for i in np.flatnonzero(inside):
+            xv, yv = gmpy2.mpfr(float(x[i])), gmpy2.mpfr(float(y[i]))
+            exact = gmpy2.exp(yv * gmpy2.log(xv))
+            got = (gmpy2.mpfr(float(h[i])) + gmpy2.mpfr(float(l[i]))) * two ** int(q[i])
+            rel = abs(got - exact) / exact
+            m = min(abs(float(ph[i])), abs(float(y[i])) * 2.0**-9)
+            bound = two**-66.7 * m * (1 + two**-52) + two**-102.6 * abs(float(ph[i])) + two**-78.1
+            assert rel < bound, (x[i], y[i], float(rel), float(bound))
+            assert rel < gmpy2.mpfr(float(w[i])) / 2 - two**-105, (x[i], y[i])
+            worst_ratio = max(worst_ratio, rel / bound)
+    assert worst_ratio > 2.0**-8  # the bound is not vacuous: measured errors come within a few bits of it
+
+
+def test_fast_paths_decide_correctly():
+    """Where the plain-double and the double-double fast paths decide, MPFR
+    agrees (exact powers included); the plain one decides almost all of the
+    random pairs in its range, and the specials it selects (y = 0, x = 1, NaN)."""
+    rng = np.random.Generator(np.random.PCG64(22))
+    x, y = _fast_path_pairs(rng)
+    sx, sy = np.repeat(SPECIAL, SPECIAL.size), np.tile(SPECIAL, SPECIAL.size)
+    x, y = np.concatenate([x, sx]), np.concatenate([y, sy])
+    out, decided, out_dd, decided_dd = np.empty(x.size), np.zeros(x.size, np.bool_), np.empty(x.size), np.zeros(
+        x.size, np.bool_)
+    _fast(x, y, out, decided, out_dd, decided_dd)
+    want = V64.reference_bits("pow", (x, y))
+    got = np.where(np.isnan(out), np.nan, out)
+    assert np.array_equal(bits(got)[decided], want[decided])
+    assert np.array_equal(bits(np.where(np.isnan(out_dd), np.nan, out_dd))[decided_dd], want[decided_dd])
+    assert decided[: x.size - sx.size].mean() > 0.85  # the rest: z out of range, x near 1 with a large |y|
+    exact = (x == 2.0) & (y == np.round(y)) & (y >= -1021) & (y <= 1023)
+    assert exact.sum() > 2000 and decided[exact].all()
+    one = (sy == 0) | (sx == 1) | np.isnan(sx) | np.isnan(sy)
+    assert decided[-sx.size:][one].all()

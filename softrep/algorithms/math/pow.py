@@ -41,10 +41,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
 from .core import (F64, ZERO, abs32, dd_mul, dd_to_f32, exp_core, exp_dd, fast_two_sum, log_dd, neg32, pow2,
                    round_if_safe, signbit32, two_prod, two_sum)
-from .explog64 import exp_dd as exp_dd64, exp_td, log_dd as log_dd64, log_split, log_td, td_horner_step
+from .exact64 import bracket_err
+from .exp import EXP64_FAST_HI, EXP64_FAST_LO
+from .explog64 import (EXP12_L1, EXP12_L2, EXP12_L3, INV_LN2_4096, MIN_NORMAL, SHIFT, exp_dd as exp_dd64,
+                       exp_reduced_fast, exp_td, log_dd as log_dd64, log_dd_fast, log_split, log_td, td_horner_step)
 from .multiword import dd_error, round_scaled, td_add, td_const, td_mul, td_round, ziv_round
 
 
@@ -210,7 +214,8 @@ def pow_f32(x, y):
 # those of pow_f32 above, in binary64.  For a = |x| > 0 finite and y finite
 # nonzero, x^y = +-e^z with z = y log(a).
 #
-# Fast path (`pow_fast64`).  log(a) = lh + ll by explog64.log_dd (relative
+# Double-double path (`pow_dd_fast64`, the second step after the plain-double
+# `pow_fast64` below).  log(a) = lh + ll by explog64.log_dd (relative
 # error < 2^-95.5); z = y lh + y ll with y lh an exact two_prod and y ll + pl
 # rounded once by an fma (< 2^-104 |z|): z has relative error < 2^-95.4.
 # Outside the clamps |z| <= 745.2 < 2^9.55, so z's absolute error is below
@@ -222,7 +227,7 @@ def pow_f32(x, y):
 # boundary (1 + 2^-53 and 1 - 2^-54), so x^y rounds to +-1.  The clamps also
 # keep the products away from overflow and underflow.
 #
-# Exact cases (`pow_exact64`, run when the fast path does not decide).  No
+# Exact cases (`pow_exact64`, run when neither fast path decides).  No
 # Ziv loop decides an x^y that is a double (it is then decided: it lies half
 # an ulp from every rounding boundary) or a midpoint between doubles, so those
 # are detected and rounded from their exact value.  With a = A 2^ea and
@@ -263,7 +268,7 @@ def pow_f32(x, y):
 # at run time: for the pair above (|z| ~ 2^-53, |d| ~ 2^-160.6) the bound is
 # ~2^-218.
 #
-# What is proven: the fast path, the exact cases and the near-1 path where its
+# What is proven: both fast paths, the exact cases and the near-1 path where its
 # test decides (where it does not, it returns the side of B its approximation
 # lies on; no such pair is known).  Elsewhere a result within 2^-134.2
 # (relatively) of a rounding boundary could be misrounded; no such (x, y) is
@@ -280,7 +285,7 @@ Z64_UNDERFLOW = F64(-745.2)  # below: e^z < 2^-1075, rounds to +0
 Z64_ONE = F64(2.0**-60)  # below (in magnitude): e^z rounds to 1
 Z64_NEAR_ONE = F64(2.0**-42)  # below: the near-1 accurate path
 F_SPLIT = F64(2.0**-20)  # |a - 1| below: z = y f + y (log1p(f) - f)
-POW64_EPS = F64(2.0**-85)  # the fast path's relative error is < 2^-85.7
+POW64_EPS = F64(2.0**-85)  # the double-double path's relative error is < 2^-85.7
 ULP_ABOVE_ONE = F64(2.0**-52)
 ULP_BELOW_ONE = F64(2.0**-53)
 INV_ULP_ABOVE_ONE = F64(2.0**52)
@@ -363,7 +368,7 @@ def pow_exact64(a, y):
     am, ae = odd_significand64(a)
     if am == 1:
         if fabs(y) > F64(4096.0):
-            return False, ZERO64  # |ea y| >= 4096 (ea != 0): the fast path's clamps decide
+            return False, ZERO64  # |ea y| >= 4096 (ea != 0): the double-double path's clamps decide
         ym, ye = odd_significand64(y)
         if ye >= 0:
             big = ae * ym * (np.int64(1) << ye)
@@ -406,10 +411,127 @@ def pow_exact64(a, y):
     return True, _round_dyadic(b, ae * n)
 
 
+# --------------------------------------------------------------------------- float64 fast path in plain double
+#
+# `pow_fast64`: the first step of pow_f64, without a branch, so that the CPU
+# launcher's first loop vectorises.  It handles x a positive normal double,
+# x != 1, 2^-400 <= |y| <= 2^900, and z = y log x (its leading word) in
+# [-708.3, 709.7], where x^y is a normal double (as exp's fast path,
+# exp.EXP64_FAST_LO/HI); beyond 709.79 it selects inf, below -745.2 it selects
+# +0 (the double-double path's clamps); y = 0 or x = 1 gives 1, another NaN
+# argument NaN.  Everything else (x <= 0, x subnormal or infinite, y tiny or
+# huge or infinite, z in the scaled ranges, and pairs the rounding test does
+# not decide) is left to `pow_dd_fast64`.  Out-of-range elements evaluate
+# x = 2, y = 1 (their result is discarded), so no subnormal, infinite or NaN
+# operand reaches the evaluation.
+#
+# * log x = lh + ll by explog64.log_dd_fast (the analysis there).  Its
+#   absolute error: the series is within 2^-67.9 |r|, |r| < 2^-8 (2^-8.4 for
+#   0 < i < 255): < 2^-75.9; E LOG_LN2_L and its fma with T_l round by
+#   < 2^-86 (|E| <= 1024, |LOG_LN2_L| < 2^-43), ln2's tail after the two
+#   words times E < 2^-96 2^10 = 2^-86, sl's last addition < 2^-96 (|sl| <=
+#   2^-44 as |sh| < 710), T to 2^-107 relative; the final dd_add < 2^-104
+#   |log x|.  For x in [1 - 2^-9, 1 + 2^-8) (E = 0, T = 0, the dd_add exact)
+#   the relative error is < 2^-67.8, and |log x| < 2^-8 there; elsewhere
+#   |log x| >= 2^-9.01 and the absolute error is < 2^-75.88 + 2^-104 |lh|.
+#   Both are below
+#       2^-66.7 min(|lh|, 2^-9) + 2^-103 |lh|
+#   (near 1: 2^-66.7 |lh| > 2^-67.8 |lh|, and 2^-66.7 2^-9 > 2^-67.8 2^-8;
+#   elsewhere 2^-66.7 2^-9.01 > 2^-75.88).
+# * z = y lh + y ll: (ph, pl) = y lh exactly (two_prod; |y| >= 2^-400 and
+#   |lh| >= 2^-53.1 keep |y lh| > 2^-454: no underflow), zl = RN(y ll + pl) (|y ll + pl| <=
+#   2^-52 |ph| (1 + 2^-52): < 2^-105 |ph| (1 + 2^-51)).  With |y lh| <=
+#   |ph| (1 + 2^-53), ph + zl differs from y log x by
+#       err_z < 2^-66.7 min(|ph|, 2^-9 |y|) (1 + 2^-52) + 2^-102.6 |ph|.
+# * Reduction of zh = ph as in explog64.exp_dd_fast (ph is a double with
+#   |ph| <= 709.7, so that analysis holds: |k| < 2^23, r0 exact, (qh, ql) =
+#   k L2 and (rh, e) = r0 - qh exact), then rl = RN(RN(e - RN(k L3 + ql)) +
+#   zl): |zl| < 2^-42.4, so the last addition rounds by < 2^-95.4 and the
+#   others by < 2^-118; (rh, rl) = two_sum(rh, rl) (exact) makes |rl| <=
+#   ulp(rh)/2 < 2^-66 again, and |rh| < 2^-13.52 + 2^-42.4 < 2^-13.5.  So
+#   exp_reduced_fast's conditions hold: (h + l) 2^q is e^(ph + zl + d), |d|
+#   < 2^-95.3, within 2^-78.2 + 2^-101 relative.
+# * The result: relative error eps_tot < (err_z + 2^-95.3) (1 + 2^-50) +
+#   2^-78.2 + 2^-101 < err_z (1 + 2^-50) + 2^-78.1.
+# * The rounding test (exact64.bracket_err) needs err >= 2 E + 2^-52 |l| with
+#   E < eps_tot |h| (1 + 2^-51) and |l| <= 2^-53 |h| (1 + 2^-52), i.e. err/|h|
+#   >= 2^-65.7 m (1 + 2^-48) + 2^-101.6 2^9.48 + 2^-77.1 + 2^-104.9 with m =
+#   min(|ph|, 2^-9 |y|) (|ph| < 2^9.48).  It uses err = RN(h RN(m c + a))
+#   with c = RN(2^-65.5) and a = 2^-76: three roundings (< 2^-51.4 relative
+#   in all) against margins of 2^0.2 on the m term and 2^1.1 on the
+#   constant.  For |y| <= 2^9 and x away from 1 the window is ~2^-75 |h|:
+#   about one pair in 2^22 undecided; it widens with |y| (x near 1 with a
+#   large y: ~2^-65.7 |z| |h|).
+# Exact x^y (2^3, 3^2, 10^2) are decided when the window holds them and both
+# ends round alike, which they do (a double is half an ulp from every
+# rounding boundary); exact midpoints straddle the window and stay
+# undecided (pow_exact64 rounds them).
+
+POW_FAST_Y_MIN = F64(2.0**-400)
+POW_FAST_Y_MAX = F64(2.0**900)
+POW_FAST_DBL_MAX = F64(np.finfo(np.float64).max)
+POW_FAST_M_SCALE = F64(2.0**-9)
+POW_FAST_C = F64(2.0**-65.5)
+POW_FAST_A = F64(2.0**-76)
+TWO64 = F64(2.0)
+
+
+@jitable
+def pow_eval_fast64(x, y):
+    """(h, l, q, ph, w) for a normal x > 0, x != 1, 2^-400 <= |y| <= 2^900: ph
+    the leading word of z = y log x and, where -708.3 <= ph <= 709.7, x^y =
+    (h + l) 2^q with relative error below w/2 - 2^-105 (the comment above;
+    elsewhere e^0); branch-free, and inlined into its callers (a call left in
+    the launcher's loop keeps it scalar)."""
+    inline_into_callers()
+    lh, ll = log_dd_fast(x)
+    ph, pl = two_prod(y, lh)
+    zl = fma_rn(y, ll, pl)
+    inside = (ph >= EXP64_FAST_LO) & (ph <= EXP64_FAST_HI)
+    zh = ph if inside else ZERO64
+    zl = zl if inside else ZERO64
+    kd = sub_rn(fma_rn(zh, INV_LN2_4096, SHIFT), SHIFT)
+    r0 = fma_rn(negate(kd), EXP12_L1, zh)
+    qh, ql = two_prod(kd, EXP12_L2)
+    rh, e = two_sum(r0, negate(qh))
+    rl = add_rn(sub_rn(e, fma_rn(kd, EXP12_L3, ql)), zl)
+    rh, rl = two_sum(rh, rl)
+    h, l, q = exp_reduced_fast(kd, rh, rl)
+    m1 = fabs(zh)
+    m2 = mul_rn(fabs(y), POW_FAST_M_SCALE)  # exact: a power of two, no underflow
+    w = fma_rn(m1 if m1 < m2 else m2, POW_FAST_C, POW_FAST_A)
+    return h, l, q, ph, w
+
+
 @jitable
 def pow_fast64(x, y):
+    """(pow(x, y) correctly rounded, True), or (anything, False) where the
+    plain-double fast path cannot decide (the comment above); branch-free,
+    inlined into the launcher's loop."""
+    inline_into_callers()
+    ay = fabs(y)
+    base = ((x >= MIN_NORMAL) & (x <= POW_FAST_DBL_MAX) & (x != ONE64)
+            & (ay >= POW_FAST_Y_MIN) & (ay <= POW_FAST_Y_MAX))
+    h, l, q, ph, w = pow_eval_fast64(x if base else TWO64, y if base else ONE64)
+    lo, hi = bracket_err(h, l, mul_rn(h, w))
+    r = mul_rn(lo, pow2(q))
+    inside = base & (ph >= EXP64_FAST_LO) & (ph <= EXP64_FAST_HI)
+    above = base & (ph > Z64_OVERFLOW)
+    below = base & (ph < Z64_UNDERFLOW)
+    one = (y == ZERO64) | (x == ONE64)
+    nan = (x != x) | (y != y)  # y = 0 or x = 1 take precedence (selected last)
+    r = INF64 if above else r
+    r = ZERO64 if below else r
+    r = NAN64 if nan else r
+    r = ONE64 if one else r
+    return r, (inside & (lo == hi)) | above | below | nan | one
+
+
+@jitable
+def pow_dd_fast64(x, y):
     """(pow(x, y) correctly rounded, True), or (undecided, False) where the
-    double-double fast path cannot decide (the comment above)."""
+    double-double path cannot decide (the comment above); every special value
+    is decided here.  The second step of `pow_f64`, after `pow_fast64`."""
     if y == ZERO64 or x == ONE64:
         return ONE64, True
     if x != x or y != y:
@@ -509,8 +631,8 @@ def pow_near_one64(a, y, zh, zm, zl):
 
 @jitable
 def pow_positive64(a, y):
-    """a^y for a double a > 0 finite and y finite nonzero, once the fast path has
-    not decided: the exact cases, the near-1 path, else triple-double."""
+    """a^y for a double a > 0 finite and y finite nonzero, once neither fast path has
+    decided: the exact cases, the near-1 path, else triple-double."""
     exact, v = pow_exact64(a, y)
     if exact:
         return v
@@ -526,7 +648,13 @@ def pow_positive64(a, y):
 
 @jitable
 def pow_f64(x, y):
+    """pow for float64, correctly rounded: the plain-double fast path, else the
+    double-double one (which also takes every special value), else the exact
+    cases, the near-1 path or triple-double."""
     r, ok = pow_fast64(x, y)
+    if ok:
+        return r
+    r, ok = pow_dd_fast64(x, y)
     if ok:
         return r
     r = pow_positive64(fabs(x), y)
