@@ -430,19 +430,20 @@ def pow_exact64(a, y):
 #   0 < i < 255): < 2^-75.9; E LOG_LN2_L and its fma with T_l round by
 #   < 2^-86 (|E| <= 1024, |LOG_LN2_L| < 2^-43), ln2's tail after the two
 #   words times E < 2^-96 2^10 = 2^-86, sl's last addition < 2^-96 (|sl| <=
-#   2^-44 as |sh| < 710), T to 2^-107 relative; the final dd_add < 2^-104
-#   |log x|.  For x in [1 - 2^-9, 1 + 2^-8) (E = 0, T = 0, the dd_add exact)
-#   the relative error is < 2^-67.8, and |log x| < 2^-8 there; elsewhere
-#   |log x| >= 2^-9.01 and the absolute error is < 2^-75.88 + 2^-104 |lh|.
-#   Both are below
-#       2^-66.7 min(|lh|, 2^-9) + 2^-103 |lh|
-#   (near 1: 2^-66.7 |lh| > 2^-67.8 |lh|, and 2^-66.7 2^-9 > 2^-67.8 2^-8;
-#   elsewhere 2^-66.7 2^-9.01 > 2^-75.88).
+#   2^-44 as |sh| < 710), T to 2^-107 relative; the final sum rounds the
+#   series' second word once (< 2^-70.3 |r| < 2^-78.3) and the rest by
+#   < 2^-104.9 (|s| + |sh|) < 2^-103 |lh|.  For x in [1 - 2^-9, 1 + 2^-8) (E
+#   = 0, T = 0, the sum exact) the relative error is < 2^-67.8, and |log x| <
+#   2^-8 there; elsewhere |log x| >= 2^-9.01 and the absolute error is
+#   < 2^-75.63 + 2^-103 |lh|.  Both are below
+#       2^-66.5 min(|lh|, 2^-9) + 2^-103 |lh|
+#   (near 1: 2^-66.5 |lh| > 2^-67.8 |lh|, and 2^-66.5 2^-9 > 2^-67.8 2^-8;
+#   elsewhere 2^-66.5 2^-9.01 = 2^-75.51 > 2^-75.63).
 # * z = y lh + y ll: (ph, pl) = y lh exactly (two_prod; |y| >= 2^-400 and
 #   |lh| >= 2^-53.1 keep |y lh| > 2^-454: no underflow), zl = RN(y ll + pl) (|y ll + pl| <=
 #   2^-52 |ph| (1 + 2^-52): < 2^-105 |ph| (1 + 2^-51)).  With |y lh| <=
 #   |ph| (1 + 2^-53), ph + zl differs from y log x by
-#       err_z < 2^-66.7 min(|ph|, 2^-9 |y|) (1 + 2^-52) + 2^-102.6 |ph|.
+#       err_z < 2^-66.5 min(|ph|, 2^-9 |y|) (1 + 2^-52) + 2^-102.6 |ph|.
 # * Reduction of zh = ph as in explog64.exp_dd_fast (ph is a double with
 #   |ph| <= 709.7, so that analysis holds: |k| < 2^23, r0 exact, (qh, ql) =
 #   k L2 and (rh, e) = r0 - qh exact), then rl = RN(RN(e - RN(k L3 + ql)) +
@@ -455,13 +456,13 @@ def pow_exact64(a, y):
 #   2^-78.2 + 2^-101 < err_z (1 + 2^-50) + 2^-78.1.
 # * The rounding test (exact64.bracket_err) needs err >= 2 E + 2^-52 |l| with
 #   E < eps_tot |h| (1 + 2^-51) and |l| <= 2^-53 |h| (1 + 2^-52), i.e. err/|h|
-#   >= 2^-65.7 m (1 + 2^-48) + 2^-101.6 2^9.48 + 2^-77.1 + 2^-104.9 with m =
+#   >= 2^-65.5 m (1 + 2^-48) + 2^-101.6 2^9.48 + 2^-77.1 + 2^-104.9 with m =
 #   min(|ph|, 2^-9 |y|) (|ph| < 2^9.48).  It uses err = RN(h RN(m c + a))
-#   with c = RN(2^-65.5) and a = 2^-76: three roundings (< 2^-51.4 relative
+#   with c = RN(2^-65.3) and a = 2^-76: three roundings (< 2^-51.4 relative
 #   in all) against margins of 2^0.2 on the m term and 2^1.1 on the
 #   constant.  For |y| <= 2^9 and x away from 1 the window is ~2^-75 |h|:
 #   about one pair in 2^22 undecided; it widens with |y| (x near 1 with a
-#   large y: ~2^-65.7 |z| |h|).
+#   large y: ~2^-65.3 |z| |h|).
 # Exact x^y (2^3, 3^2, 10^2) are decided when the window holds them and both
 # ends round alike, which they do (a double is half an ulp from every
 # rounding boundary); exact midpoints straddle the window and stay
@@ -471,7 +472,7 @@ POW_FAST_Y_MIN = F64(2.0**-400)
 POW_FAST_Y_MAX = F64(2.0**900)
 POW_FAST_DBL_MAX = F64(np.finfo(np.float64).max)
 POW_FAST_M_SCALE = F64(2.0**-9)
-POW_FAST_C = F64(2.0**-65.5)
+POW_FAST_C = F64(2.0**-65.3)
 POW_FAST_A = F64(2.0**-76)
 TWO64 = F64(2.0)
 
