@@ -320,3 +320,19 @@ def test_plain_step_decides_correctly():
     regular = ~((xs >= 26.0) & (xs < 27.25))
     assert (~ok2[regular]).mean() < 1e-3
     assert not ok2[(xs >= 26.0) & (xs < 27.25)].any()
+
+
+def test_plain_erfc_steps_are_dominated():
+    """erfcx_fast's double-double steps add p d to c_k with fast_two_sum, exact
+    only for |p d| <= |c_k|: on every piece below 26, sum_{m > k} |c_m| h^(m-k)
+    < ERFCX_FAST_DOMINANCE |c_k| for k < ERFCX_FAST_SPLIT (exact rationals)."""
+    from fractions import Fraction
+    table = erf64.ERFCX_TD
+    for j in range(table.shape[0]):
+        c, h = piece_centre_half_width(j)
+        if c - h >= 26.0:
+            continue
+        for k in range(erf64.ERFCX_FAST_SPLIT):
+            rest = sum(abs(Fraction(table[j, m, 0])) * Fraction(h) ** (m - k)
+                       for m in range(k + 1, erf64.ERFCX_FAST_DEGREE + 1))
+            assert rest < Fraction(erf64.ERFCX_FAST_DOMINANCE) * abs(Fraction(table[j, k, 0])), (j, k)

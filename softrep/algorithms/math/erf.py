@@ -21,6 +21,10 @@ float64 (`erf_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
   triple-double 2.62 * 2^-147.8 plus td_add (< 2^-153 (1 + 0.724) / 0.276
   < 2^-150.4) < 2^-146.
 The rounding tests use 2^-99 (series) and 2^-97 (1 - erfc).
+These make the second of three steps (`erf_dd_fast64`): the first
+(`erf_fast64`) evaluates the same way in plain double, branch-free (< 2^-73.6,
+tested with 2^-70; erf64.py's plain-double pieces), the third is the
+triple-double path.
 Hard cases: CORE-MATH's list is exhaustive (>= 43 identical bits) for
 2^-61 <= |x| < 5.92; below 2^-61 erf x = (2/sqrt(pi)) x (1 - x^2/3 ...) with
 x^2/3 < 2^-123.6, whose hard cases are the list's of [2^-61, 2^-60) scaled

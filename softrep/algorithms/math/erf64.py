@@ -58,7 +58,7 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import dd_add, dd_mul, fast_two_sum, two_prod, two_sum
+from .core import dd_add, dd_mul, fast_two_sum, two_prod
 from .erf64_data import ERFCX_TD_BASE64
 from .erf64_table import DEGREE, PIECES_PER_BINADE
 from .explog64 import exp_dd, exp_dd_fast, exp_td
@@ -229,9 +229,10 @@ def erfc_large_td(a):
 # * k >= 15 dropped: T_15 < 2^-75.9.
 # * k = 5 .. 14 by Horner in double on the exact d: < 2^-52 (T_5 + T_6 + ...)
 #   < 2^-52 * 1.04 T_5 = 2^-77.1 (T_5 < 2^-25.2).
-# * k = 4 .. 0 by double-double steps with two_sum (a coefficient may be small
-#   against p d): < 2^-103 of the sum of the magnitudes per step, which is
-#   < 1.07 R (module docstring): < 2^-100.
+# * k = 4 .. 0 by double-double steps: on every piece sum_{m > k} |c_m| h^(m-k)
+#   < 0.032 |c_k| for k <= 4 (ERFCX_FAST_DOMINANCE, checked in the tests), so
+#   |p d| < |c_k| and fast_two_sum(c_k, p d) is exact; the low word's three
+#   roundings < 2^-103 of the step, which is < 1.07 R (module docstring): < 2^-100.
 # R to < 2^-75.4.  e^(-a^2): a^2 = s + t exactly, exp_dd_fast(-s) < 2^-78.1
 # (explog64.py), e^(-t) = 1 - t within t^2/2 < 2^-96 (t < 2^-53 * 26^2), the
 # factor applied to the low word by one fma (< 2^-100) with el t dropped
@@ -246,6 +247,7 @@ S0H, S0L, S1H, S1L, S2H, S2L, S3H, S3L = (_S[0, 0], _S[0, 1], _S[1, 0], _S[1, 1]
 S4, S5, S6, S7, S8, S9, S10, S11 = (_S[n, 0] for n in range(4, 12))
 ERFCX_FAST_DEGREE = 14  # k >= 15 dropped
 ERFCX_FAST_SPLIT = 5  # k >= 5 by Horner in double
+ERFCX_FAST_DOMINANCE = 0.032  # bound on sum_{m > k} |c_m| h^(m-k) / |c_k|, k < ERFCX_FAST_SPLIT
 
 
 @jitable
@@ -279,10 +281,10 @@ def erf_series_fast(a, vh, vl):
 
 @jitable
 def _erfcx_dd_step(ph, pl, d, ch, cl):
-    """(ph + pl) d + (ch + cl), d exact, < 2^-103 of |p d| + |c| (above)."""
+    """(ph + pl) d + (ch + cl), d exact, |p d| < |c|: < 2^-103 of the result (above)."""
     s, t = two_prod(ph, d)
     t = fma_rn(pl, d, t)
-    h, e = two_sum(s, ch)
+    h, e = fast_two_sum(ch, s)
     return h, add_rn(e, add_rn(t, cl))
 
 

@@ -29,6 +29,10 @@ float64 (`erfc_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
   0.57 * 2^-100 + 2^-104 < 2^-100, triple-double 0.57 * 2^-147.8 plus td_add
   (< 2^-153 * 2 / 1.276) < 2^-148.
 The rounding tests use 2^-99 (|x| < 1/4) and 2^-98 (the others).
+These make the second of three steps (`erfc_dd_fast64`): the first
+(`erfc_fast64`) evaluates the same way in plain double, branch-free, for
+x < 26 (< 2^-75.1, tested with 2^-71; erf64.py's plain-double pieces), the
+third is the triple-double path.
 """
 
 import numpy as np
