@@ -31,7 +31,7 @@ float64 (`erfc_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
 The rounding tests use 2^-99 (|x| < 1/4) and 2^-98 (the others).
 These make the second of three steps (`erfc_dd_fast64`): the first
 (`erfc_fast64`) evaluates the same way in plain double, branch-free, for
-x < 26 (< 2^-75.1, tested with 2^-71; erf64.py's plain-double pieces), the
+x < 26.5 (< 2^-75.1, tested with 2^-71; erf64.py's plain-double pieces), the
 third is the triple-double path.
 """
 
@@ -156,16 +156,17 @@ def _erfc_special64(x):
 # * 2^-80 <= |x| < 1/4: 1 - erf x with erf's series (< 2^-75.4), 1 -+ h exact
 #   (fast_two_sum, |h| < 0.28), the low word one rounding; |erf x| / erfc x
 #   < 0.382: < 0.382 * 2^-75.4 + 2^-104 < 2^-76.7.
-# * 1/4 <= x < 26: erfc x = (h + l) 2^q < 2^-75.1 relative, rounded as h + l
-#   and scaled by 2^q: the result is >= erfc 26 > 2^-981, a normal double,
-#   so the scaling is exact (26 <= x < 27.25, with subnormal results, is left
-#   undecided).
+# * 1/4 <= x < 26.5: erfc x = (h + l) 2^q < 2^-75.1 relative, rounded as h + l
+#   and scaled by 2^q: x^2 < 702.25 gives q >= -1014 (a normal power of two),
+#   h >= 0.9999 erfcx(26.5) > 2^-5.6 and the result >= erfc 26.5 > 2^-1019,
+#   a normal double, so the scaling is exact (26.5 <= x < 27.25, with
+#   results near or below 2^-1022, is left undecided).
 # * -6 < x <= -1/4: 2 - erfc|x|, erfc|x| < 0.724 (scaled words normal, q >= -53),
 #   2 - h exact, erfc|x| / (2 - erfc|x|) < 0.57: < 0.57 * 2^-75.1 + 2^-104.
 # bracket_err's window err = 2^-71 h exceeds 2 * 2^-75.1 |h + l| + 2^-52 |l|
 # by more than 2^3.
 ERFC64_PLAIN_EPS = F64(2.0**-71)
-ERFC64_PLAIN_HIGH = F64(26.0)
+ERFC64_PLAIN_HIGH = F64(26.5)
 SERIES_SAFE64 = F64(0.125)
 LARGE_SAFE64 = F64(1.0)
 
@@ -177,7 +178,7 @@ def erfc_fast64(x):
     erfc|x| and 2 - erfc|x| beyond, 2, 1 and +0 for x <= -6, |x| < 2^-80 and
     x >= 27.25, NaN.  Branch-free (both evaluations run on safe arguments and
     one is selected), so that the CPU launcher vectorises it.  Undecided:
-    26 <= x < 27.25 and about one argument in 2^17, which `erfc_f64` hands
+    26.5 <= x < 27.25 and about one argument in 2^17, which `erfc_f64` hands
     to the double-double step."""
     inline_into_callers()
     a = fabs(x)
