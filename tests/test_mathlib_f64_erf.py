@@ -18,8 +18,8 @@ import softrep
 from softrep.algorithms.math import erf64
 from softrep.algorithms.math import erf64_table
 from softrep.algorithms.math.erf64_table import piece_centre_half_width
-from softrep.algorithms.math.erf import erf_accurate64
-from softrep.algorithms.math.erfc import erfc_accurate64
+from softrep.algorithms.math.erf import erf_accurate64, erf_fast64
+from softrep.algorithms.math.erfc import erfc_accurate64, erfc_fast64
 from softrep.tools import verify_f64 as V64
 
 from test_mathlib_f64_trig import assert_bits
@@ -209,3 +209,130 @@ def test_subnormal_arguments_are_far_from_every_midpoint():
             p_prev, q_prev, p, q = p, q, p_next, q_next
         distance = abs(q * b - p) / 2
         assert distance > mpmath.mpf(2) ** -58
+
+
+# --------------------------------------------------------------------------- the plain-double first step
+
+
+@numba.njit
+def _plain_series(xs, vzero, out):
+    for i in range(xs.size):
+        a = xs[i]
+        vh, vl = erf64.two_prod(a, a)
+        if vzero[i]:
+            vh, vl = 0.0, 0.0
+        out[i, 0], out[i, 1] = erf64.erf_series_fast(a, vh, vl)
+
+
+@numba.njit
+def _plain_large(xs, out, q):
+    for i in range(xs.size):
+        out[i, 0], out[i, 1], q[i] = erf64.erfc_large_fast(xs[i])
+
+
+def _mpfr_rel_error(words, xs, scale_exp, fn, arg_scale_exp=None):
+    """max over rows of |sum(words) 2^scale_exp / fn(x) - 1| as log2, by MPFR at 320 bits
+    (x = xs[i] 2^arg_scale_exp[i], exactly)."""
+    import gmpy2
+    worst = gmpy2.mpfr(0)
+    with gmpy2.local_context(gmpy2.context(), precision=320):
+        for i, (w, x, e) in enumerate(zip(words, xs, scale_exp)):
+            xm = gmpy2.mpfr(float(x))
+            if arg_scale_exp is not None:
+                xm = gmpy2.mul_2exp(xm, int(arg_scale_exp[i]))
+            s = gmpy2.mul_2exp(gmpy2.mpfr(float(w[0])) + gmpy2.mpfr(float(w[1])), int(e))
+            worst = max(worst, abs(s / fn(xm) - 1))
+        return float(gmpy2.log2(worst)) if worst else -np.inf
+
+
+def test_plain_series_error_bound():
+    """erf64.erf_series_fast: erf a to < 2^-75.4 relative on (0, 1/4), also
+    with the square left out for a < 2^-400 (there a is passed scaled by 2^600)."""
+    import gmpy2
+    rng = np.random.Generator(np.random.PCG64(76))
+    xs = np.concatenate([2.0 ** rng.uniform(-400, -2, 3000), rng.uniform(0.2, 0.25, 2000),
+                         np.nextafter(0.25, 0.0)[None], np.array([2.0**-400, 0.125, 2.0**-3 + 2.0**-55])])
+    out = np.empty((xs.size, 2))
+    _plain_series(xs, np.zeros(xs.size, np.bool_), out)
+    got = _mpfr_rel_error(out, xs, np.zeros(xs.size, np.int64), gmpy2.erf)
+    assert got < -75.4, got
+    tiny = 2.0 ** rng.uniform(-1022, -400, 500)
+    tiny = np.concatenate([tiny, np.array([2.0**-1022, np.nextafter(2.0**-400, 0.0)])])
+    scaled = tiny * 2.0**600
+    out = np.empty((tiny.size, 2))
+    _plain_series(scaled, np.ones(tiny.size, np.bool_), out)
+    got = _mpfr_rel_error(out, scaled, np.full(tiny.size, -600), gmpy2.erf, np.full(tiny.size, -600))
+    assert got < -75.4, got
+
+
+def test_plain_erfc_error_bound():
+    """erf64.erfc_large_fast: erfc a to < 2^-75.1 relative on [1/4, 26.5), every
+    piece of the table sampled (random points and both ends)."""
+    import gmpy2
+    rng = np.random.Generator(np.random.PCG64(77))
+    pieces = np.arange(erf64.ERFCX_TD.shape[0])
+    centres = np.array([piece_centre_half_width(j)[0] for j in pieces])
+    halves = np.array([piece_centre_half_width(j)[1] for j in pieces])
+    xs = np.concatenate([(centres + halves * rng.uniform(-1, 1, (20, pieces.size))).ravel(), centres - halves,
+                         np.nextafter(centres + halves, 0.0), rng.uniform(5.9, 6.0, 200),
+                         np.array([0.25, np.nextafter(6.0, 0.0), np.nextafter(26.5, 0.0), 26.25])])
+    xs = xs[(xs >= 0.25) & (xs < 26.5)]
+    out, q = np.empty((xs.size, 2)), np.empty(xs.size, np.int64)
+    _plain_large(xs, out, q)
+    got = _mpfr_rel_error(out, xs, q, gmpy2.erfc)
+    assert got < -75.1, got
+
+
+@numba.njit
+def _plain_steps(xs, r1, ok1, r2, ok2):
+    for i in range(xs.size):
+        r1[i], ok1[i] = erf_fast64(xs[i])
+        r2[i], ok2[i] = erfc_fast64(xs[i])
+
+
+def test_plain_step_decides_correctly():
+    """The plain-double steps erf_fast64 and erfc_fast64 on their own: every
+    decided result is the correctly rounded one (MPFR), around 0, 2^-1022,
+    2^-400, 2^-80, 1/4, 6, 26.5 and 27.25 and at random, and they leave
+    undecided only the stated ranges and a small fraction of the rest."""
+    rng = np.random.Generator(np.random.PCG64(78))
+    points = [2.0**-1022, 2.0**-400, 2.0**-80, 0.25, 6.0, 26.5, 27.25, 5e-324, 0.0]
+    near = []
+    for p in points:
+        down = up = np.float64(p)
+        for _ in range(6):
+            down, up = np.nextafter(down, -np.inf), np.nextafter(up, np.inf)
+            near += [down, up]
+    near = np.array(near + points)
+    xs = np.concatenate([near, -near, rng.uniform(-6.5, 6.5, 100000), rng.uniform(-0.25, 0.25, 30000),
+                         rng.uniform(0.25, 27.5, 30000), 2.0 ** rng.uniform(-1030, -2, 20000), V64.special_inputs()])
+    r1, r2 = np.empty(xs.size), np.empty(xs.size)
+    ok1, ok2 = np.empty(xs.size, np.bool_), np.empty(xs.size, np.bool_)
+    _plain_steps(xs, r1, ok1, r2, ok2)
+    for name, r, ok in (("erf", r1, ok1), ("erfc", r2, ok2)):
+        want = V64.reference_bits(name, (xs,))
+        bad = ok & (r.view(np.uint64) != want)
+        assert not bad.any(), (name, xs[bad][:5])
+    a = np.abs(xs)
+    normal = (a >= 2.0**-1022) | (a == 0) | np.isnan(xs)
+    assert not ok1[(a > 0) & (a < 2.0**-1022)].any()
+    assert (~ok1[normal]).mean() < 1e-3
+    regular = ~((xs >= 26.5) & (xs < 27.25))
+    assert (~ok2[regular]).mean() < 1e-3
+    assert not ok2[(xs >= 26.5) & (xs < 27.25)].any()
+
+
+def test_plain_erfc_steps_are_dominated():
+    """erfcx_fast's double-double steps add p d to c_k with fast_two_sum, exact
+    only for |p d| <= |c_k|: on every piece below 26.5, sum_{m > k} |c_m| h^(m-k)
+    < ERFCX_FAST_DOMINANCE |c_k| for k < ERFCX_FAST_SPLIT (exact rationals)."""
+    from fractions import Fraction
+    table = erf64.ERFCX_TD
+    for j in range(table.shape[0]):
+        c, h = piece_centre_half_width(j)
+        if c - h >= 26.5:
+            continue
+        for k in range(erf64.ERFCX_FAST_SPLIT):
+            rest = sum(abs(Fraction(table[j, m, 0])) * Fraction(h) ** (m - k)
+                       for m in range(k + 1, erf64.ERFCX_FAST_DEGREE + 1))
+            assert rest < Fraction(erf64.ERFCX_FAST_DOMINANCE) * abs(Fraction(table[j, k, 0])), (j, k)

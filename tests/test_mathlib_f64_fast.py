@@ -420,6 +420,8 @@ LAUNCH_CASES = {
     "log10": ((-1074.0, 1024.0), (1 - 2.0**-9, 1 + 2.0**-8)),
     "cbrt": ((-1074.0, 1024.0), (0.0, 2.0**-1022)),  # log2 of |x|; subnormals: scaled by 2^54
     "atan": ((-30.0, 60.0), (1 - 2.0**-8, 1 + 2.0**-8)),  # log2 of |x|; around 1 the reduction turns to 1/x
+    "erf": ((-6.5, 6.5), (0.0, 2.0**-1022)),  # subnormal arguments: the double-double path
+    "erfc": ((-6.5, 26.5), (26.5, 27.25)),  # results near and below 2^-1022: the double-double path
 }
 # two-argument functions: (the range of both arguments, a range of the second that the fast path leaves undecided)
 LAUNCH_CASES2 = {

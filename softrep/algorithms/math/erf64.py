@@ -56,11 +56,12 @@ from math import factorial, isqrt
 
 import numpy as np
 
-from ...primitives.rounding import bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
+from ...primitives.jit import inline_into_callers
+from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import dd_add, dd_mul, fast_two_sum, two_prod
 from .erf64_data import ERFCX_TD_BASE64
 from .erf64_table import DEGREE, PIECES_PER_BINADE
-from .explog64 import exp_dd, exp_td
+from .explog64 import exp_dd, exp_dd_fast, exp_td
 from .multiword import td_add, td_const, td_mul
 from .trig64 import PI_Q
 
@@ -199,3 +200,132 @@ def erfc_large_td(a):
     rh, rm, rl = erfcx_td(j, d)
     h, m, l = td_mul(eh, em, el, rh, rm, rl)
     return h, m, l, q
+
+
+# --------------------------------------------------------------------------- plain-double pieces (first step)
+#
+# Branch-free evaluations in double for the vectorised first loop of the CPU
+# launcher; every rounding counted, relative to the value (module docstring
+# for the series and the table).
+#
+# Series, erf a = a P(v), v = a^2 = vh + vl (exact), 0 < a < 1/4.  Relative to
+# P (> 1.1), the terms n >= m of P sum to T_m < 1.128 v^m / (m! (2m + 1) 1.1)
+# (1 + 2^-4): T_4 < 2^-23.6, T_5 < 2^-31.3, T_12 < 2^-81.5.
+# * n >= 12 dropped: < 2^-81.5.
+# * n = 4 .. 11 by Horner in double on vh (coefficients rounded to double): each
+#   fma and coefficient rounding < 2^-53 of a partial sum, weighted by v^m:
+#   < 2^-52 (T_4 + T_5 + ...) < 2^-52 * 1.01 T_4; the dropped vl (2^-53 of v)
+#   changes the terms n >= 5 by < 2^-50.6 T_5: together < 2^-75.5.
+# * n = 3 .. 0 by double-double steps (p_h + p_l)(vh + vl) + c_n, c_n as a
+#   double-double (< 2^-106 of it): two_prod exact, the low word
+#   RN(ph vl + RN(pl vh + t)) < 2^-104 of the step, |p v| <= |c_n| (v/3) so
+#   fast_two_sum(c_n, s) is exact, the two low additions < 2^-104: < 2^-102
+#   per step, damped by v^n: < 2^-101.
+# * a P: two_prod and one fma, < 2^-104.
+# erf a to < 2^-75.4 relative (measured in the tests).
+#
+# erfc a = e^(-a^2) R(a), 1/4 <= a < 26.5, relative to R (tails T_K of
+# erf64_data.py, sum_{m >= K} |c_jm| h^m / min R):
+# * k >= 15 dropped: T_15 < 2^-75.9.
+# * k = 5 .. 14 by Horner in double on the exact d: < 2^-52 (T_5 + T_6 + ...)
+#   < 2^-52 * 1.04 T_5 = 2^-77.1 (T_5 < 2^-25.2).
+# * k = 4 .. 0 by double-double steps: on every piece below 26.5, sum_{m > k} |c_m| h^(m-k)
+#   < 0.032 |c_k| for k <= 4 (ERFCX_FAST_DOMINANCE, checked in the tests), so
+#   |p d| < |c_k| and fast_two_sum(c_k, p d) is exact; the low word's three
+#   roundings < 2^-103 of the step, which is < 1.07 R (module docstring): < 2^-100.
+# R to < 2^-75.4.  e^(-a^2): a^2 = s + t exactly, exp_dd_fast(-s) < 2^-78.1
+# (explog64.py), e^(-t) = 1 - t within t^2/2 < 2^-96 (t < 2^-53 * 26.5^2), the
+# factor applied to the low word by one fma (< 2^-100) with el t dropped
+# (< 2^-98); the product with R by two_prod and two fmas (< 2^-103):
+# erfc a to < 2^-75.4 + 2^-78.1 + 2^-95 < 2^-75.1 relative.
+
+_SERIES_FAST_TERMS = 12  # n = 0 .. 11
+_SERIES_FAST_SPLIT = 4  # n >= 4 by Horner in double
+_S = ERF_SERIES_TD
+S0H, S0L, S1H, S1L, S2H, S2L, S3H, S3L = (_S[0, 0], _S[0, 1], _S[1, 0], _S[1, 1], _S[2, 0], _S[2, 1], _S[3, 0],
+                                          _S[3, 1])
+S4, S5, S6, S7, S8, S9, S10, S11 = (_S[n, 0] for n in range(4, 12))
+ERFCX_FAST_DEGREE = 14  # k >= 15 dropped
+ERFCX_FAST_SPLIT = 5  # k >= 5 by Horner in double
+ERFCX_FAST_DOMINANCE = 0.032  # bound on sum_{m > k} |c_m| h^(m-k) / |c_k|, k < ERFCX_FAST_SPLIT
+
+
+@jitable
+def _series_dd_step(ph, pl, vh, vl, ch, cl):
+    """(ph + pl)(vh + vl) + (ch + cl) for |p v| <= |c|, < 2^-102 of the result."""
+    s, t = two_prod(ph, vh)
+    t = fma_rn(ph, vl, fma_rn(pl, vh, t))
+    h, e = fast_two_sum(ch, s)
+    return h, add_rn(e, add_rn(t, cl))
+
+
+@jitable
+def erf_series_fast(a, vh, vl):
+    """(h, l) = a P(vh + vl) for vh + vl = v = a^2 <= 2^-4 exactly: erf a to
+    < 2^-75.4 relative (above).  Branch-free; with vh = vl = 0 it is
+    a 2/sqrt(pi) (for a < 2^-400, where v/3 < 2^-800)."""
+    p = fma_rn(S11, vh, S10)
+    p = fma_rn(p, vh, S9)
+    p = fma_rn(p, vh, S8)
+    p = fma_rn(p, vh, S7)
+    p = fma_rn(p, vh, S6)
+    p = fma_rn(p, vh, S5)
+    p = fma_rn(p, vh, S4)
+    ph, pl = _series_dd_step(p, ZERO, vh, vl, S3H, S3L)
+    ph, pl = _series_dd_step(ph, pl, vh, vl, S2H, S2L)
+    ph, pl = _series_dd_step(ph, pl, vh, vl, S1H, S1L)
+    ph, pl = _series_dd_step(ph, pl, vh, vl, S0H, S0L)
+    h, l = two_prod(ph, a)
+    return fast_two_sum(h, fma_rn(pl, a, l))
+
+
+@jitable
+def _erfcx_dd_step(ph, pl, d, ch, cl):
+    """(ph + pl) d + (ch + cl), d exact, |p d| < |c|: < 2^-103 of the result (above)."""
+    s, t = two_prod(ph, d)
+    t = fma_rn(pl, d, t)
+    h, e = fast_two_sum(ch, s)
+    return h, add_rn(e, add_rn(t, cl))
+
+
+@jitable
+def erfcx_fast(j, d):
+    """R(c_j + d) as an unnormalised double-double (|l| < 2^-50 |h|), relative
+    error < 2^-75.4 (above).  Written out (no inner loop), so that the
+    vectoriser sees straight-line code with one gather per coefficient word."""
+    inline_into_callers()
+    c = ERFCX_TD
+    p = fma_rn(c[j, 14, 0], d, c[j, 13, 0])
+    p = fma_rn(p, d, c[j, 12, 0])
+    p = fma_rn(p, d, c[j, 11, 0])
+    p = fma_rn(p, d, c[j, 10, 0])
+    p = fma_rn(p, d, c[j, 9, 0])
+    p = fma_rn(p, d, c[j, 8, 0])
+    p = fma_rn(p, d, c[j, 7, 0])
+    p = fma_rn(p, d, c[j, 6, 0])
+    p = fma_rn(p, d, c[j, 5, 0])
+    ph, pl = _erfcx_dd_step(p, ZERO, d, c[j, 4, 0], c[j, 4, 1])
+    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 3, 0], c[j, 3, 1])
+    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 2, 0], c[j, 2, 1])
+    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 1, 0], c[j, 1, 1])
+    return _erfcx_dd_step(ph, pl, d, c[j, 0, 0], c[j, 0, 1])
+
+
+assert ERFCX_FAST_DEGREE == 14 and ERFCX_FAST_SPLIT == 5  # as written out in erfcx_fast
+
+
+@jitable
+def erfc_large_fast(a):
+    """(h, l, q): erfc a = (h + l) 2^q for 1/4 <= a < 26.5, h + l normalised
+    (fast_two_sum), h in [2^-6, 2], relative error < 2^-75.1 (above); q an int32.
+    Branch-free."""
+    inline_into_callers()
+    s, t = two_prod(a, a)
+    eh, el, q = exp_dd_fast(negate(s))
+    el = fma_rn(negate(eh), t, el)  # e^(-s-t) = e^(-s) (1 - t) (above)
+    j, d = erfcx_piece(a)
+    rh, rl = erfcx_fast(j, d)
+    h, u = two_prod(eh, rh)
+    l = fma_rn(eh, rl, fma_rn(el, rh, u))
+    h, l = fast_two_sum(h, l)
+    return h, l, q

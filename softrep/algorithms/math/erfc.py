@@ -29,14 +29,21 @@ float64 (`erfc_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
   0.57 * 2^-100 + 2^-104 < 2^-100, triple-double 0.57 * 2^-147.8 plus td_add
   (< 2^-153 * 2 / 1.276) < 2^-148.
 The rounding tests use 2^-99 (|x| < 1/4) and 2^-98 (the others).
+These make the second of three steps (`erfc_dd_fast64`): the first
+(`erfc_fast64`) evaluates the same way in plain double, branch-free, for
+x < 26.5 (< 2^-75.1, tested with 2^-71; erf64.py's plain-double pieces), the
+third is the triple-double path.
 """
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_small, erfc_mid
-from .core import abs32, dd_add, pow2
-from .erf64 import SERIES_LIMIT, TINY, erf_series_dd, erf_series_td, erfc_large_dd, erfc_large_td
+from .core import abs32, dd_add, fast_two_sum, pow2, two_prod
+from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_fast, erf_series_td, erfc_large_dd,
+                    erfc_large_fast, erfc_large_td)
+from .exact64 import bracket_err
 from .multiword import dd_error, td_add, td_round, ziv_round
 from .exception_tables import exception_arrays, finish
 from .erf import erf_approx
@@ -145,10 +152,68 @@ def _erfc_special64(x):
     return ZERO64, False
 
 
+# The plain-double first step (erf64.py, "plain-double pieces"):
+# * 2^-80 <= |x| < 1/4: 1 - erf x with erf's series (< 2^-75.4), 1 -+ h exact
+#   (fast_two_sum, |h| < 0.28), the low word one rounding; |erf x| / erfc x
+#   < 0.382: < 0.382 * 2^-75.4 + 2^-104 < 2^-76.7.
+# * 1/4 <= x < 26.5: erfc x = (h + l) 2^q < 2^-75.1 relative, rounded as h + l
+#   and scaled by 2^q: x^2 < 702.25 gives q >= -1014 (a normal power of two),
+#   h >= 0.9999 erfcx(26.5) > 2^-5.6 and the result >= erfc 26.5 > 2^-1019,
+#   a normal double, so the scaling is exact (26.5 <= x < 27.25, with
+#   results near or below 2^-1022, is left undecided).
+# * -6 < x <= -1/4: 2 - erfc|x|, erfc|x| < 0.724 (scaled words normal, q >= -53),
+#   2 - h exact, erfc|x| / (2 - erfc|x|) < 0.57: < 0.57 * 2^-75.1 + 2^-104.
+# bracket_err's window err = 2^-71 h exceeds 2 * 2^-75.1 |h + l| + 2^-52 |l|
+# by more than 2^3.
+ERFC64_PLAIN_EPS = F64(2.0**-71)
+ERFC64_PLAIN_HIGH = F64(26.5)
+SERIES_SAFE64 = F64(0.125)
+LARGE_SAFE64 = F64(1.0)
+
+
 @jitable
 def erfc_fast64(x):
-    """(erfc(x) correctly rounded, True) where the double-double fast path and its
-    rounding test decide, else (anything, False)."""
+    """(erfc(x) correctly rounded, True), or (anything, False) where the
+    plain-double step cannot decide (above): 1 - erf x for |x| < 1/4,
+    erfc|x| and 2 - erfc|x| beyond, 2, 1 and +0 for x <= -6, |x| < 2^-80 and
+    x >= 27.25, NaN.  Branch-free (both evaluations run on safe arguments and
+    one is selected), so that the CPU launcher vectorises it.  Undecided:
+    26.5 <= x < 27.25 and about one argument in 2^17, which `erfc_f64` hands
+    to the double-double step."""
+    inline_into_callers()
+    a = fabs(x)
+    series = a < SERIES_LIMIT
+    inside = (a >= TINY) & (x > TWO_LIMIT64) & (x < ERFC64_PLAIN_HIGH)
+    sa = a if inside & series else SERIES_SAFE64
+    vh, vl = two_prod(sa, sa)
+    sh, sl = erf_series_fast(sa, vh, vl)
+    sh = sh if x < ZERO64 else negate(sh)
+    sl = sl if x < ZERO64 else negate(sl)
+    h, e = fast_two_sum(ONE, sh)
+    sh, sl = fast_two_sum(h, add_rn(e, sl))
+    la = a if inside & (not series) else LARGE_SAFE64
+    ch, cl, q = erfc_large_fast(la)
+    s = pow2(q)
+    h, e = fast_two_sum(TWO, negate(mul_rn(ch, s)))
+    nh, nl = fast_two_sum(h, sub_rn(e, mul_rn(cl, s)))
+    negative = x < ZERO64
+    h = sh if series else (nh if negative else ch)
+    l = sl if series else (nl if negative else cl)
+    lo, hi = bracket_err(h, l, mul_rn(h, ERFC64_PLAIN_EPS))
+    r = lo if series | negative else mul_rn(lo, s)
+    r = ONE if a < TINY else r
+    r = TWO if x <= TWO_LIMIT64 else r
+    r = ZERO64 if x >= ZERO_LIMIT64 else r
+    nan = x != x
+    r = NAN64 if nan else r
+    done = (a < TINY) | (x <= TWO_LIMIT64) | (x >= ZERO_LIMIT64) | nan
+    return r, (inside & (lo == hi)) | done
+
+
+@jitable
+def erfc_dd_fast64(x):
+    """(erfc(x) correctly rounded, True) where the double-double path and its
+    rounding test decide, else (anything, False): the second step."""
     r, done = _erfc_special64(x)
     if done:
         return r, True
@@ -190,7 +255,12 @@ def erfc_accurate64(x):
 
 @jitable
 def erfc_f64(x):
+    """erfc for float64, correctly rounded: the plain-double step, else the
+    double-double one, else the triple-double path."""
     r, ok = erfc_fast64(x)
+    if ok:
+        return r
+    r, ok = erfc_dd_fast64(x)
     if ok:
         return r
     return erfc_accurate64(x)
