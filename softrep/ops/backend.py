@@ -207,6 +207,13 @@ def select(*tensors):
     return "cuda" if any(t.is_cuda for t in tensors) else "cpu"
 
 
+def on_cpu_launcher(*tensors):
+    """Whether `execute` hands these tensors to the CPU launcher as numpy views
+    of their own memory (CPU tensors, and the backend not forced to CUDA):
+    then a launcher may read layouts the CUDA kernels do not take."""
+    return requested() != "cuda" and all(t.is_cpu for t in tensors)
+
+
 def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args, work=None):
     """Run one kernel launch on torch tensors.
 
@@ -219,7 +226,7 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args, work=None):
     all outputs and inputs); a CPU launch of at most SERIAL_WORK runs on one
     thread.
     """
-    if requested() != "cuda" and all(t.is_cpu for t in outputs) and all(t.is_cpu for t in inputs):
+    if on_cpu_launcher(*outputs, *inputs):
         # CPU tensors on the CPU backend: numpy views of them, no copies
         arrays = [t.detach().numpy() for t in outputs] + [t.detach().numpy() for t in inputs]
         if work is None:

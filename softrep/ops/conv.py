@@ -195,7 +195,7 @@ class Conv2dFunction(torch.autograd.Function):
             # the weight as the forward got it (softrep.tools.dispatch calls this
             # backward with a context of saved tensors only)
             weight = getattr(ctx, "weight", w)
-            if streams_tree(g_s, xpad) and backend.select(g_s, xpad) == "cpu":
+            if streams_tree(g_s, xpad) and backend.on_cpu_launcher(g_s, xpad):
                 # the tree product below, its second operand packed straight from xpad
                 g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)
                 gw = batchtree.param_grad_of_nodes(

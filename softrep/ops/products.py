@@ -107,7 +107,7 @@ def bmm_forward(a, b, addend=None, out=None):
         return out
     if mixed.is_low(a):
         return _bmm_low(out, a, b, addend)
-    on_cpu = backend.select(a, b) == "cpu"
+    on_cpu = backend.on_cpu_launcher(a, b)
     inputs = [_operand(a, on_cpu), _operand(b, on_cpu)]
     if addend is not None:
         inputs.append(addend.detach().expand(nb, m, n).contiguous())
@@ -149,7 +149,7 @@ def tree_product(at, b, ranges):
     first = torch.tensor([f for f, _ in ranges], **index)
     counts = torch.tensor([c for _, c in ranges], **index)
     dims = torch.tensor([samples, groups, k_count, m, n], **index)
-    if backend.select(at, b) == "cpu":
+    if backend.on_cpu_launcher(at, b):
         # the CPU launcher copies the operands once, into zero-padded blocks,
         # from any layout (the backward's transposed views included)
         inputs = [at.detach(), b.detach(), first, counts, dims]
