@@ -195,9 +195,9 @@ class Conv2dFunction(torch.autograd.Function):
             # the weight as the forward got it (softrep.tools.dispatch calls this
             # backward with a context of saved tensors only)
             weight = getattr(ctx, "weight", w)
+            g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)  # k = (oh, ow)
             if streams_tree(g_s, xpad) and backend.on_cpu_launcher(g_s, xpad):
                 # the tree product below, its second operand packed straight from xpad
-                g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)
                 gw = batchtree.param_grad_of_nodes(
                     "conv2d", "weight", weight, n,
                     lambda ranges: _weight_grad_nodes(g_t, xpad, ranges, stride, dilation, (kh, kw), groups)
@@ -205,8 +205,7 @@ class Conv2dFunction(torch.autograd.Function):
             else:
                 cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
                 if streams_tree(g_s, cols):
-                    # the per-sample chains go straight into the batch tree, k = (oh, ow)
-                    g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)
+                    # the per-sample chains go straight into the batch tree
                     cols_t = cols.reshape(n, groups, -1, oh * ow).transpose(2, 3)
                     gw = batchtree.param_grad_of_nodes(
                         "conv2d", "weight", weight, n,
