@@ -99,10 +99,10 @@ def test_light_path_under_vmap_and_grad_transforms():
     assert torch.equal(g, y[0])
 
 
-def test_recording_twin_keeps_the_graph_and_the_gradients(monkeypatch):
-    """Recording calls run the classic-form twin of a torch.func-form Function:
-    the node keeps the Function's name and the backward its gradients (first
-    and second order) -- those of the Function's own apply."""
+def test_function_apply_matches_torchs_apply(monkeypatch):
+    """softrep's Functions bind their arguments once per class
+    (backend.Function.apply); the graph and the gradients, first and second
+    order, are those of torch's own apply, which binds them at every call."""
     x = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
     y = torch.randn(6, 4, dtype=torch.float64)
 
@@ -114,10 +114,52 @@ def test_recording_twin_keeps_the_graph_and_the_gradients(monkeypatch):
 
     out, gx, ggx = grads()
     assert type(softrep.mul(x, y).grad_fn).__name__ == "ElementwiseBackward"
-    assert backend.recording(E.Elementwise) is not E.Elementwise
-    monkeypatch.setattr(backend, "recording", lambda function: function)
+    calls = []
+    torch_apply = torch.autograd.Function.apply.__func__
+
+    def counted(cls, *args, **kwargs):
+        calls.append(cls)
+        return torch_apply(cls, *args, **kwargs)
+
+    monkeypatch.setattr(backend.Function, "apply", classmethod(counted))
     ref = grads()
+    assert calls  # the reference really went through torch's apply
     assert all(torch.equal(a, b) for a, b in zip((out, gx, ggx), ref))
+
+
+class _Defaults(backend.Function):
+    @staticmethod
+    def forward(x, scale=2.0, shift=None):
+        return x * scale if shift is None else x * scale + shift
+
+    seen = []
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _Defaults.seen.append(inputs)
+        ctx.inputs = inputs
+
+    @staticmethod
+    def backward(ctx, g):
+        x, scale, shift = ctx.inputs
+        return g * scale, None, None
+
+
+@pytest.mark.parametrize("args", [(), (3.0,), (3.0, 1.0)])
+def test_function_apply_fills_in_defaults_as_torch_does(args):
+    """setup_context sees every forward parameter, defaults included, and a
+    wrong argument count raises torch's error."""
+    x = torch.randn(3, requires_grad=True)
+    _Defaults.seen.clear()
+    out = _Defaults.apply(x, *args)
+    ref = torch.autograd.Function.apply.__func__(_Defaults, x, *args)
+    full = (x, *args, *(2.0, None)[len(args):])
+    assert len(_Defaults.seen) == 2 and _Defaults.seen[0] == _Defaults.seen[1] == full
+    assert torch.equal(out, ref)
+    (g,) = torch.autograd.grad(out.sum(), x)
+    assert torch.equal(g, torch.full_like(x, full[1]))
+    with pytest.raises(TypeError):
+        _Defaults.apply(x, 1.0, 2.0, 3.0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 import torch
+from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 
 from ..cpu import launch as cpu_launch
 from ..primitives.fpenv import ieee_state
@@ -139,13 +140,7 @@ def call(function, *args):
     autograd has nothing to record: grad mode off or no argument requiring
     grad, no torch.func transform active, plain tensors only.  The forward is
     the same either way; the direct call saves the Function's bookkeeping
-    (tens of microseconds), which dominates an op on a small tensor.
-
-    When autograd records (plain tensors, no torch.func transform), the call
-    goes through `recording(function)`, the same forward, setup_context and
-    backward in the classic form of a Function: torch binds the arguments of
-    a torch.func-form Function to its forward's signature at every call
-    (`inspect.signature`, about 40 us), the classic form does not."""
+    (tens of microseconds), which dominates an op on a small tensor."""
     grad = torch.is_grad_enabled()
     record = False
     for a in args:
@@ -153,39 +148,66 @@ def call(function, *args):
             if type(a) not in _PLAIN_TENSORS:
                 return function.apply(*args)
             record = record or (grad and a.requires_grad)
-    if _transforms_active():
+    if record or _transforms_active():
         return function.apply(*args)
-    return recording(function).apply(*args) if record else function.forward(*args)
+    return function.forward(*args)
 
 
-_RECORDING = {}
+_SINGLE_LEVEL_SETUP_CONTEXT = torch.autograd.Function.setup_context
+_BINDINGS = {}
 
 
-def recording(function):
-    """The classic-form twin of the torch.func-form autograd Function
-    `function`: forward(ctx, *args) runs function.forward(*args), then
-    function.setup_context(ctx, args, output); backward (and jvp) are
-    function's.  Same name, so the graph's nodes read as before.  Only for
-    calls with no torch.func transform active (the twin has no vmap rule).  A
-    forward with default arguments keeps `function` itself: its setup_context
-    expects the defaults bound."""
-    twin = _RECORDING.get(function)
-    if twin is None and any(p.default is not p.empty for p in inspect.signature(function.forward).parameters.values()):
-        twin = _RECORDING[function] = function
-    if twin is None:
-        forward, setup_context = function.forward, function.setup_context
+def _binding(cls):
+    """How to bind a call's positional arguments to the forward of a
+    torch.func-form Function the way torch's apply does: (number of
+    parameters, their trailing defaults), with None for the number when the
+    forward ends in *args (then without defaults: every argument binds as
+    given).  None where torch's own binding is needed: a classic-form
+    Function, or a forward with **kwargs, keyword-only parameters or defaults
+    before *args."""
+    if cls in _BINDINGS:
+        return _BINDINGS[cls]
+    binding = None
+    if cls.setup_context is not _SINGLE_LEVEL_SETUP_CONTEXT:
+        params = list(inspect.signature(cls.forward).parameters.values())
+        varargs = bool(params) and params[-1].kind is params[-1].VAR_POSITIONAL
+        fixed = params[:-1] if varargs else params
+        defaults = tuple(p.default for p in fixed if p.default is not p.empty)
+        if (all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in fixed)
+                and all(p.default is not p.empty for p in fixed[len(fixed) - len(defaults):])
+                and not (varargs and defaults)):
+            binding = (None if varargs else len(fixed), defaults)
+    _BINDINGS[cls] = binding
+    return binding
 
-        def classic_forward(ctx, *args):
-            output = forward(*args)
-            setup_context(ctx, args, output)
-            return output
 
-        body = {"forward": staticmethod(classic_forward), "backward": staticmethod(function.backward),
-                "__doc__": function.__doc__, "__module__": function.__module__}
-        if "jvp" in vars(function):
-            body["jvp"] = staticmethod(function.jvp)
-        twin = _RECORDING[function] = type(function.__name__, (torch.autograd.Function,), body)
-    return twin
+class Function(torch.autograd.Function):
+    """The base of softrep's autograd Functions: torch's, with an `apply` that
+    binds the arguments once per class instead of at every call.
+
+    For a Function in torch.func's form (forward without ctx, setup_context),
+    torch's apply binds the call's arguments to the forward's signature and
+    fills in the defaults (`inspect.signature`, tens of microseconds per call)
+    before handing them to the C++ apply.  Here the signature is read once:
+    positional arguments are completed with the trailing defaults and handed
+    on as torch hands them on (dead torch.func wrappers unwrapped), so
+    forward, setup_context and backward see exactly what torch's apply gives
+    them.  Keyword arguments, a classic-form Function, a forward with *args
+    and an active torch.func transform take torch's apply unchanged."""
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        binding = _binding(cls)
+        if binding is None or kwargs or _transforms_active():
+            return super().apply(*args, **kwargs)
+        count, defaults = binding
+        if count is not None and count != len(args):
+            missing = count - len(args)
+            if missing < 0 or missing > len(defaults):
+                return super().apply(*args)  # torch's own error for a wrong argument count
+            args = args + defaults[len(defaults) - missing:]
+        # torch.autograd.Function.apply ends with this call: the C++ apply
+        return super(torch.autograd.Function, cls).apply(*_unwrap_dead_wrappers(args))
 
 
 def cpu_dtype(tensors):

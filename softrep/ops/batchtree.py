@@ -327,7 +327,7 @@ def _slice_param_nodes(fn, name, param, samples, nodes):
     return GradientKey(leaf, view, use), nodes(), None
 
 
-class ExpandParam(torch.autograd.Function):
+class ExpandParam(backend.Function):
     """A parameter broadcast over the leading `batch` dims of an input (values only
     moved).  Backward: each sample's gradient summed over its own broadcast
     positions (the documented sum order), then the batch tree over dim 0 of the

@@ -145,7 +145,7 @@ def _weight_grad_nodes(g_t, xpad, ranges, stride, dilation, kernel, groups):
     return out
 
 
-class Conv2dFunction(torch.autograd.Function):
+class Conv2dFunction(backend.Function):
     """Forward: the implicit GEMM of the module docstring.  Backward: grad_input
     is itself a Conv2dFunction (of the zero-inserted gradient) and grad_weight a
     batched product of softrep.ops.products, so gradients of any order, and

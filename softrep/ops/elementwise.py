@@ -154,7 +154,7 @@ def _reduce_to_input(grad, shape):
     return sum_to_shape(grad, shape)
 
 
-class Elementwise(torch.autograd.Function):
+class Elementwise(backend.Function):
     """Autograd function for every elementwise op: `forward(inputs)` computes the
     result (no autograd), `spec.backward` gives the input gradients of the exact
     operation.  Written in torch.func's form (forward without ctx, setup_context,

@@ -90,7 +90,7 @@ def _round_to_forward(x, spec, rng):
     return out
 
 
-class _RoundTo(torch.autograd.Function):
+class _RoundTo(backend.Function):
     """Straight-through estimator: d round_to(x) / dx is taken to be 1."""
 
     @staticmethod
@@ -172,7 +172,7 @@ def _mx_forward(x, fmt, spec, dim, rng):
     return values, elements, scales
 
 
-class _MXRoundTo(torch.autograd.Function):
+class _MXRoundTo(backend.Function):
     """MX conversion; the values get the straight-through gradient (d/dx = 1),
     elements and scales none."""
 
@@ -321,7 +321,7 @@ def _exact_mm(a, b):
     return _EmulatedMM.apply(a, b, _accumulate_spec("mm", None, a.dtype, code), (0, 0, 0, 0))
 
 
-class _EmulatedMM(torch.autograd.Function):
+class _EmulatedMM(backend.Function):
     """Backward of the exact product: grad_a = mm(g, b^T), grad_b = mm(a^T, g),
     both in softrep's mm order in the operands' dtype, rounded to nearest."""
 

@@ -39,7 +39,7 @@ import functools
 
 import torch
 
-from . import lowp
+from . import backend, lowp
 from ..algorithms import widening
 from ..primitives import formats
 
@@ -104,7 +104,7 @@ def round_cast(y, dtype):
         return exact_cast(lowp.round_to(y.detach(), LOW_FORMATS[dtype]), dtype)
 
 
-class _Widen(torch.autograd.Function):
+class _Widen(backend.Function):
     """x (bfloat16/float16) as float32, exactly; the gradient is rounded once to x's dtype."""
 
     @staticmethod
@@ -124,7 +124,7 @@ class _Widen(torch.autograd.Function):
         return _Widen.apply(x), in_dims[0]
 
 
-class _Narrow(torch.autograd.Function):
+class _Narrow(backend.Function):
     """y (float32/float64) rounded once to `dtype`; the gradient is widened exactly."""
 
     @staticmethod

@@ -189,7 +189,7 @@ def _mm(a, b, addend=None):
 # --------------------------------------------------------------------------- autograd
 
 
-class _MM(torch.autograd.Function):
+class _MM(backend.Function):
     """a (M, K) @ b (K, N) [+ addend broadcastable to (M, N)].
 
     vmap: every output element is its own fma chain, so the samples run as one
@@ -229,7 +229,7 @@ class _MM(torch.autograd.Function):
         return bmm_forward(a, b, addend), 0
 
 
-class _BMM(torch.autograd.Function):
+class _BMM(backend.Function):
     """a (B, M, K) @ b (B, K, N)."""
 
     @staticmethod
@@ -263,7 +263,7 @@ def _broadcast_bmm(a, b):
     return bmm_forward(a3, b3).reshape(*batch, m, n)
 
 
-class _BroadcastBMM(torch.autograd.Function):
+class _BroadcastBMM(backend.Function):
     """a (..., M, K) @ b (..., K, N) with torch's batch broadcasting.
 
     The gradient of a broadcast operand is the product at the broadcast batch
@@ -305,7 +305,7 @@ def _linear_forward(x, weight, bias):
     return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
 
 
-class _Linear(torch.autograd.Function):
+class _Linear(backend.Function):
     """linear(x, weight, bias): forward as `_MM` on the rows of x (same bits).
 
     Backward (docs/order.md, "The batch order"): grad_x = g_rows @ W as in `mm`;

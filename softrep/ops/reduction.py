@@ -55,7 +55,7 @@ def _var_raw(x, dims, correction, keepdim):
     return E.div(squares, float(max(n - correction, 0))).reshape(out_shape)
 
 
-class _Var(torch.autograd.Function):
+class _Var(backend.Function):
     """Two-pass variance; backward: mul(div(mul(g, 2), dof), sub(x, mean)), the
     mean recomputed from x (the forward's bits, through a differentiable mean,
     so that double backward works)."""
@@ -83,7 +83,7 @@ class _Var(torch.autograd.Function):
         return _var_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), correction, keepdim), 0
 
 
-class _Extreme(torch.autograd.Function):
+class _Extreme(backend.Function):
     """amax / amin; backward: the gradient shared evenly among the elements equal
     to the result, mul(div(g, count), mask), as torch does."""
 
@@ -111,7 +111,7 @@ class _Extreme(torch.autograd.Function):
         return _extreme_values_raw(fn, x, batching.shift_dims(dims), keepdim, largest), 0
 
 
-class _ArgExtreme(torch.autograd.Function):
+class _ArgExtreme(backend.Function):
     """argmax / argmin (integer indices: no gradient)."""
 
     @staticmethod

@@ -125,7 +125,7 @@ def sum_raw(x, dims, keepdim):
 # --------------------------------------------------------------------------- autograd
 
 
-class SumFunction(torch.autograd.Function):
+class SumFunction(backend.Function):
     """sum over `dims`; backward: the gradient broadcast back (no arithmetic).
     vmap: the batch dim is a kept dim, so each sample's rows are reduced in the
     order of their own length (the bits of the sample alone)."""
@@ -148,7 +148,7 @@ class SumFunction(torch.autograd.Function):
         return sum_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), keepdim), 0
 
 
-class _Broadcast(torch.autograd.Function):
+class _Broadcast(backend.Function):
     """g (the result of reducing `dims`) expanded to `shape`; backward: sum."""
 
     @staticmethod

@@ -68,7 +68,7 @@ def _logsumexp_forward(x, dims, keepdim):
 # one: each row is reduced in the order of its own length, so every sample
 # gets its own bits.
 
-class SoftmaxFunction(torch.autograd.Function):
+class SoftmaxFunction(backend.Function):
     @staticmethod
     def forward(x, dim):
         return _softmax_forward(x, dim)
@@ -90,7 +90,7 @@ class SoftmaxFunction(torch.autograd.Function):
         return _softmax_forward(batching.front(x, in_dims[0]), dim + 1), 0
 
 
-class LogSoftmaxFunction(torch.autograd.Function):
+class LogSoftmaxFunction(backend.Function):
     @staticmethod
     def forward(x, dim):
         return _log_softmax_forward(x, dim)
@@ -111,7 +111,7 @@ class LogSoftmaxFunction(torch.autograd.Function):
         return _log_softmax_forward(batching.front(x, in_dims[0]), dim + 1), 0
 
 
-class _LogSumExp(torch.autograd.Function):
+class _LogSumExp(backend.Function):
     @staticmethod
     def forward(x, dims, keepdim):
         return _logsumexp_forward(x, dims, keepdim)
@@ -239,7 +239,7 @@ def _store_inplace(fn, input, out, inplace):
 # output (torch.func's form has no ctx in forward), so that nothing the
 # backward needs is touched when inplace=True overwrites the input.
 
-class _Relu(torch.autograd.Function):
+class _Relu(backend.Function):
     """torch's relu: x < 0 ? +0 : x (so relu(-0) = -0 and NaN stays NaN, canonical).
     Backward as torch's threshold_backward on the result: g where out > 0 or out
     is NaN, else +0 -- selections, no arithmetic."""
@@ -268,7 +268,7 @@ class _Relu(torch.autograd.Function):
         return _Relu.forward(x), (in_dims[0], in_dims[0])  # elementwise: the batch dim stays in place
 
 
-class _LeakyRelu(torch.autograd.Function):
+class _LeakyRelu(backend.Function):
     """torch's leaky_relu: x > 0 ? x : mul_rn(x, slope) (NaN -> canonical NaN via
     the product).  Backward: x > 0 ? g : mul_rn(g, slope)."""
 

@@ -18,7 +18,7 @@ import numbers
 
 import torch
 
-from ...ops import batching
+from ...ops import backend, batching
 from ...ops import mixed
 from ...ops import elementwise as E
 from ...ops import reduction as R
@@ -27,7 +27,7 @@ from .regularization import dropout
 from ...ops.products import matmul
 
 
-class _RepeatHeads(torch.autograd.Function):
+class _RepeatHeads(backend.Function):
     """x (..., H, S, E) -> (..., H * groups, S, E), head h repeated `groups` times in a
     row (repeat_interleave, an exact copy).  Backward: the gradients of the copies
     of head h are added with softrep.sum in copy order (torch would add them

@@ -119,7 +119,7 @@ def _targets(target, weight, ignore_index, classes, dtype, fn):
     return index, kept, w_t
 
 
-class _Targets(torch.autograd.Function):
+class _Targets(backend.Function):
     """(index, kept, w_t) of `gather_targets`; no gradient.  A Function so that
     the bounds check sees the plain target tensor under torch.func.vmap too."""
 
@@ -180,7 +180,7 @@ def _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction, fn="nll
     return E.div(batchtree.batch_total(fn, loss, key, lambda root: E.div(root, total)), total)
 
 
-class _NLL(torch.autograd.Function):
+class _NLL(backend.Function):
     """Forward: loss = neg(mul(logp[t], w_t)) per position (neg(logp[t]) without
     weight; +0 where ignored); 'sum': sum(loss); 'mean': div(sum(loss), sum(w_t)).
     Backward (torch's order): coef = neg(div(g, total)) for 'mean', neg(g)
@@ -371,7 +371,7 @@ def _bce_forward(x, y, weight, pos_weight, reduction):
     return _reduce("binary_cross_entropy_with_logits", loss, reduction)
 
 
-class _BCEWithLogits(torch.autograd.Function):
+class _BCEWithLogits(backend.Function):
     """Forward (torch's order):
         ls   = log_sigmoid(x)
         ls   = mul(ls, add(mul(sub(pos_weight, 1), y), 1))      (with pos_weight)

@@ -88,7 +88,7 @@ def _normalize_forward(x, dims, eps, center):
     return xhat, torch.zeros_like(ss) if m is None else m, ss, s
 
 
-class _Normalize(torch.autograd.Function):
+class _Normalize(backend.Function):
     """xhat over `dims` (outputs: xhat, and the non-differentiable m and ss that
     batch_norm's running statistics need, and s that the backward needs).
 
@@ -252,7 +252,7 @@ def _batch_moments(x, eps):
     return E.div(d, s), m, ss, s
 
 
-class _BatchNormalize(torch.autograd.Function):
+class _BatchNormalize(backend.Function):
     """batch_norm's normalisation in training (outputs xhat, m, ss, s; the last
     three not differentiable).  Every mean over (n, positions) is the batch
     order's: per-sample sums, the batch tree, div by the global count.

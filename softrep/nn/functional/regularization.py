@@ -42,7 +42,7 @@ def dropout_noise(input, p, generator=None):
     return torch.where(keep, scale, torch.zeros((), dtype=input.dtype, device=input.device))
 
 
-class _DropoutNoise(torch.autograd.Function):
+class _DropoutNoise(backend.Function):
     """`dropout_noise` (no gradient).  A Function so that torch.func.vmap reaches
     its vmap rule, which refuses: a batched call would draw one mask for the
     whole batch where the samples, one at a time, would each take a draw."""
@@ -64,7 +64,7 @@ class _DropoutNoise(torch.autograd.Function):
         batching.no_randomness("dropout", info)
 
 
-class _LowPrecisionDropout(torch.autograd.Function):
+class _LowPrecisionDropout(backend.Function):
     """x * noise for a bfloat16/float16 x and a float32 noise, the exact product
     rounded once in x's format (a float32 product rounded again could round
     twice); backward: g * noise, rounded once the same way."""

@@ -16,7 +16,7 @@ any order are made of softrep ops.
 
 import torch
 
-from ...ops import batching, batchtree, mixed
+from ...ops import backend, batching, batchtree, mixed
 from ...ops import reduction as R
 
 
@@ -88,7 +88,7 @@ def _gather(table, index, fill):
     return canonical_nan(out)
 
 
-class _GatherRows(torch.autograd.Function):
+class _GatherRows(backend.Function):
     """table[index] (rows; index -1 gives a row of `fill`), NaN canonical.
     Backward: scatter-sum of the gradient rows to `grad_index` (-1: no gradient).
     vmap: with the table unbatched, the samples' indices are gathered at once
@@ -119,7 +119,7 @@ class _GatherRows(torch.autograd.Function):
                                    fill)
 
 
-class _ScatterSumRows(torch.autograd.Function):
+class _ScatterSumRows(backend.Function):
     """vmap: one call per sample (each sample's rows are summed in its own order)."""
 
     @staticmethod
@@ -143,7 +143,7 @@ class _ScatterSumRows(torch.autograd.Function):
                                    num_rows)
 
 
-class _EmbeddingRows(torch.autograd.Function):
+class _EmbeddingRows(backend.Function):
     """weight[index] for an index of `samples` equal runs (dim 0 of embedding's
     input, the sample dim).  Backward: per sample, each row's gradient rows in
     source order (`scatter_sum_rows`, +0 for a row the sample does not use),
@@ -199,7 +199,7 @@ def _check_index(index, n):
     return index.clone()
 
 
-class _CheckedIndex(torch.autograd.Function):
+class _CheckedIndex(backend.Function):
     """The embedding indices, checked against the table size (a Function so that
     the check reads the plain index tensor under torch.func.vmap too)."""
 

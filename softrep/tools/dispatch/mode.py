@@ -28,6 +28,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_leaves, tree_unflatten
 
+from ...ops import backend
 from ...ops.generator import follow_torch_manual_seed
 from . import functions
 from . import ops
@@ -138,7 +139,7 @@ class reproducible(TorchDispatchMode):  # noqa: N801  (used like torch.no_grad)
 ops.new_mode = lambda: reproducible(True, functions=False)
 
 
-class _UnderMode(torch.autograd.Function):
+class _UnderMode(backend.Function):
     """Runs a forward under the mode and keeps its graph; the backward runs
     torch.autograd.grad on that graph under the mode too, so that the backward
     aten ops are rerouted wherever `.backward()` is called."""
