@@ -7,7 +7,7 @@ every rounding direction and need no primitive.
 """
 
 from ..primitives.rounding import (div_rd, div_rn, div_ru, div_rz, fabs, jitable, mul_rd, mul_rn, mul_ru, mul_rz,
-                       negate, one)
+                       negate, one, zero)
 
 
 @jitable
@@ -68,3 +68,21 @@ def sign(x):
     if x < 0:
         return negate(one(x))
     return x
+
+
+@jitable
+def relu(x):
+    """x < 0 ? +0 : x, torch's relu: relu(-0) = -0, a NaN passes (the launcher
+    makes it canonical).  A selection: exact."""
+    if x < 0:
+        return zero(x)
+    return x
+
+
+@jitable
+def relu_backward(g, out):
+    """g where out > 0 or out is NaN, else +0: torch's threshold_backward of
+    relu's result at 0 (a NaN compares false with 0)."""
+    if out <= 0:
+        return zero(g)
+    return g

@@ -46,6 +46,8 @@ ZERO32 = np.float32(0.0)
 ZERO64 = np.float64(0.0)
 ONE32 = np.float32(1.0)
 ONE64 = np.float64(1.0)
+ZERO32 = np.float32(0.0)
+ZERO64 = np.float64(0.0)
 
 
 def _check_same_float(*args):
@@ -163,6 +165,14 @@ def one(x):
 
 
 by_type(one, {_types.float32: lambda x: ONE32, _types.float64: lambda x: ONE64})
+
+
+def zero(x):
+    """+0 in the type of x."""
+    return type(x)(0.0)
+
+
+by_type(zero, {_types.float32: lambda x: ZERO32, _types.float64: lambda x: ZERO64})
 
 
 # Sign-bit operations.  Negation and absolute value are exact, but Numba lowers

@@ -16,6 +16,7 @@ compositions whose backward is the autograd of their softrep ops.  Selections
 
 import torch
 
+from ...algorithms import elementwise as arith
 from ...ops import backend, batching
 from ...ops import mixed
 from ...ops import elementwise as E
@@ -235,9 +236,26 @@ def _store_inplace(fn, input, out, inplace):
     return input.copy_(out)  # copy_ passes the gradient through to `out`
 
 
-# relu and leaky_relu return their backward's mask as a second, non-differentiable
-# output (torch.func's form has no ctx in forward), so that nothing the
-# backward needs is touched when inplace=True overwrites the input.
+# relu's forward and backward are one kernel pass each (softrep.algorithms.elementwise:
+# relu, relu_backward; selections, exact).  The backward reads relu's own
+# result, which inplace=True copies into the input: nothing the backward needs
+# is overwritten.  leaky_relu returns its backward's mask as a second,
+# non-differentiable output (torch.func's form has no ctx in forward) for the
+# same reason.
+
+def _relu_backward_grads(gg, out, g, relu_out):
+    return _relu_grad(gg, relu_out), None
+
+
+_RELU = E.ElementwiseSpec("relu", ("input",), {"rn": arith.relu}, lambda g, out, x: (_relu_grad(g, out),))
+_RELU_BACKWARD = E.ElementwiseSpec("relu_backward", ("grad", "output"), {"rn": arith.relu_backward},
+                                   _relu_backward_grads)
+
+
+def _relu_grad(g, relu_out):
+    """g where relu's result is > 0 or NaN, else +0 (differentiable in g)."""
+    return _RELU_BACKWARD.apply("rn", [g, relu_out.detach()])
+
 
 class _Relu(backend.Function):
     """torch's relu: x < 0 ? +0 : x (so relu(-0) = -0 and NaN stays NaN, canonical).
@@ -246,26 +264,20 @@ class _Relu(backend.Function):
 
     @staticmethod
     def forward(x):
-        out = torch.where(x < 0, torch.zeros((), dtype=x.dtype, device=x.device), x)
-        nan = torch.isnan(x)
-        if bool(nan.any()):  # canonical NaN; the common NaN-free input skips the copy
-            out = out.masked_fill(nan, float("nan"))
-        # out > 0 or NaN: exactly the x that are not <= 0 (a NaN compares false)
-        return out, ~(x <= 0)
+        return _RELU.run("rn", [x])
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.mark_non_differentiable(output[1])
-        ctx.save_for_backward(output[1])
+        ctx.save_for_backward(output)
 
     @staticmethod
-    def backward(ctx, g, _):
-        (passes,) = ctx.saved_tensors
-        return torch.where(passes, g, torch.zeros((), dtype=g.dtype, device=g.device))
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        return _relu_grad(g, out)
 
     @staticmethod
     def vmap(info, in_dims, x):
-        return _Relu.forward(x), (in_dims[0], in_dims[0])  # elementwise: the batch dim stays in place
+        return _Relu.forward(x), in_dims[0]  # elementwise: the batch dim stays in place
 
 
 class _LeakyRelu(backend.Function):
@@ -298,7 +310,7 @@ def relu(input, inplace=False):
     """max(x, 0) as torch computes it (x < 0 ? 0 : x): an exact selection; NaN in,
     canonical NaN out.  `inplace=True` writes the result into `input` and returns it."""
     _check_tensor("relu", input)
-    return _store_inplace("relu", input, backend.call(_Relu, input)[0], inplace)
+    return _store_inplace("relu", input, backend.call(_Relu, input), inplace)
 
 
 @mixed.float32_compute("leaky_relu")
