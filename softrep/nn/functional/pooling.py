@@ -129,12 +129,14 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     P, K = N * C, table.shape[1]
     keys = torch.cat([_order_keys(x.detach()).reshape(P, H * W),
                       torch.full((P, 1), _INT64_MIN, dtype=torch.int64, device=x.device)], 1)
-    win = keys[:, torch.where(table >= 0, table, H * W)]  # (P, OH*OW, K); padding has the lowest key
+    # (P, OH*OW, K) keys of the windows; padding has the lowest key
+    win = keys.index_select(1, torch.where(table >= 0, table, H * W).reshape(-1)).reshape(P, OH * OW, K)
     best = win.amax(-1, keepdim=True)
     # first winning position, independent of any tie rule of an argmax
     # (.min's values, not .amin: torch's int64 amin over short rows is 30x slower here)
     first = torch.where(win == best, torch.arange(K, device=x.device), K).min(-1).values  # (P, OH*OW)
-    idx = table[torch.arange(OH * OW, device=x.device), first]  # (P, OH*OW), in-plane
+    at = torch.arange(OH * OW, device=x.device) * K + first
+    idx = table.reshape(-1).index_select(0, at.reshape(-1)).reshape(P, OH * OW)  # in-plane
     glob = (idx + (torch.arange(P, device=x.device) * (H * W))[:, None]).reshape(-1)
     out = gather_rows(x.reshape(-1, 1), glob).reshape(N, C, OH, OW)
     idx = idx.reshape(N, C, OH, OW)

@@ -30,6 +30,9 @@ def _scatter_sum(src, index, num_rows):
     """out[r] = sum of src[i] over the i (increasing) with index[i] == r, in the
     documented sum order; +0 where no i lands; index -1 drops the row.
 
+    Rows move with index_select and index_copy_, always to distinct places:
+    each copy is exact and the result does not depend on their order.
+
     Rows are grouped by their number of contributions in power-of-two buckets and
     each bucket is padded with -0 up to its largest count: -0 is an exact identity
     of add_rn (x + -0 = x for every x, including +0, -0 and NaN), and padding at the
@@ -41,13 +44,12 @@ def _scatter_sum(src, index, num_rows):
     kept = torch.nonzero(index >= 0).squeeze(1)
     if kept.numel() == 0 or D == 0:
         return out
-    dest = index[kept]
+    dest = index.index_select(0, kept)
     if int(torch.bincount(dest, minlength=num_rows).max()) == 1:
         # no row receives two terms (the non-overlapping windows of a pooling,
         # distinct token ids): the sum of one term is the term, so the result is
         # a copy and needs neither the sort nor the buckets below
-        out[dest] = src[kept]
-        return out
+        return out.index_copy_(0, dest, src.index_select(0, kept))
     order = torch.sort(dest, stable=True).indices  # stable: source order within a row
     dest, source = dest[order], kept[order]
     rows, counts = torch.unique_consecutive(dest, return_counts=True)
@@ -57,7 +59,7 @@ def _scatter_sum(src, index, num_rows):
     single = counts == 1
     if bool(single.any()):  # the sum of one term is the term
         one = single[slot]
-        out[dest[one]] = src[source[one]]
+        out.index_copy_(0, dest[one], src.index_select(0, source[one]))
     bucket = _ceil_log2(counts)  # rows of similar length are padded and summed together
     for b in torch.unique(bucket[~single]).tolist():
         members = torch.nonzero((bucket == b) & ~single).squeeze(1)  # slots of this bucket
@@ -65,9 +67,10 @@ def _scatter_sum(src, index, num_rows):
         local = torch.full((rows.numel(),), -1, dtype=torch.int64, device=src.device)
         local[members] = torch.arange(members.numel(), device=src.device)
         take = local[slot] >= 0
-        padded = torch.full((members.numel(), width, D), -0.0, dtype=src.dtype, device=src.device)
-        padded[local[slot[take]], rank[take]] = src[source[take]]  # distinct places: a copy
-        out[rows[members]] = R.sum(padded, dim=1)
+        padded = torch.full((members.numel() * width, D), -0.0, dtype=src.dtype, device=src.device)
+        place = local[slot[take]] * width + rank[take]  # distinct places: a copy
+        padded.index_copy_(0, place, src.index_select(0, source[take]))
+        out.index_copy_(0, rows[members], R.sum(padded.reshape(members.numel(), width, D), dim=1))
     return out
 
 
@@ -82,7 +85,7 @@ def _ceil_log2(n):
 
 def _gather(table, index, fill):
     missing = index < 0
-    out = table[index.clamp(min=0)]
+    out = table.index_select(0, index.clamp(min=0))
     if bool(missing.any()):
         out[missing] = fill
     return canonical_nan(out)
