@@ -29,14 +29,19 @@ def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img,
     # in one output row: consecutive pixels, sw apart in the padded input,
     # so each run is one strided copy (contiguous for sw = 1) per row of K,
     # from the offset `column_offset` gives its first column plus the row's
-    # `tap_offset`.  Unsigned indices: a signed one costs a negative-index
-    # test per access, which keeps the copies from vectorising.
+    # `tap_offset`, computed once per call for every (group, row) (its
+    # integer divisions would otherwise cost more than a row's copy).
+    # Unsigned indices: a signed one costs a negative-index test per access,
+    # which keeps the copies from vectorising.
     c_g = c_in // groups
     kk = c_g * kh * kw
     npan, nr = bp.shape[1], bp.shape[3]
     n_cols = n_img * oh * ow
     flat = bp.reshape(-1)
     usw = np.uint64(sw)
+    taps = np.empty(groups * kk, np.uint64)
+    for gk in range(groups * kk):
+        taps[gk] = tap_offset(gk % kk, gk // kk, c_g, kh, kw, dh, dw, hp, wp)
     for t in prange(groups * npan):
         g, panel = t // npan, t % npan
         starts = np.empty(nr + 1, np.uint64)
@@ -53,7 +58,7 @@ def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img,
             lane += min(valid - lane, ow - col % ow)
         starts[runs] = valid
         for k in range(kk):
-            off = np.uint64(tap_offset(k, g, c_g, kh, kw, dh, dw, hp, wp))
+            off = taps[g * kk + k]
             row = np.uint64((t * kk + k) * nr)
             for r in range(runs):
                 dst = row + starts[r]
