@@ -110,8 +110,9 @@ def tricky(seed, shape, dtype):
     return x.reshape(shape)
 
 
-SHAPES = [  # (M, K, N): K = 0 and 1, tiny, and sizes that are not multiples of MR (6, 14), NR (8 to 32), KC=256
+SHAPES = [  # (M, K, N): K = 0 and 1, tiny, and sizes that are not multiples of MR (6, 8), NR (8 to 32), KC=256
     (1, 0, 1), (3, 0, 5), (1, 1, 1), (4, 1, 9), (7, 5, 17), (6, 16, 16), (13, 31, 19), (2, 300, 3), (25, 3, 40),
+    (9, 7, 33),
 ]
 
 

@@ -20,7 +20,7 @@ module holds the schedule only: packing, blocking and threads.
    canonical NaNs) and crops the padding.
 
 MR, NR and the cache blocks come from `BLOCKINGS`, chosen at import for the
-host's vector registers (AVX-512: 14 x 32 float32 in zmm registers; AVX2 and
+host's vector registers (AVX-512: 8 x 32 float32 in zmm registers; AVX2 and
 narrower: 6 x 16 in ymm registers) or by $SOFTREP_CPU_BLOCKING.  They decide
 which chains advance together, never the steps of any chain, so every host
 and every blocking gives the same bits.
@@ -85,10 +85,14 @@ BLOCKINGS = {
     # NC = 16 * NR columns.
     "avx2": Blocking(mr=6, nr={np.dtype(np.float32): 16, np.dtype(np.float64): 8}, kc=256,
                      mc_panels=8, nc_panels=16, vector_bits=256),
-    # 32 zmm registers (AVX-512, 16 float32 lanes): 14 rows x 2 vectors of
-    # accumulators = 28 registers, plus 2 for a row of b and 1 for a
-    # broadcast of a.
-    "avx512": Blocking(mr=14, nr={np.dtype(np.float32): 32, np.dtype(np.float64): 16}, kc=256,
+    # 32 zmm registers (AVX-512, 16 float32 lanes): 8 rows x 2 vectors of
+    # accumulators = 16 registers, plus 2 for a row of b and 1 for a
+    # broadcast of a.  Still 16 independent fma chains per k, enough to
+    # cover the fma latency of two units, and 8 rows divide the channel
+    # counts and batch sizes of training (16, 32, 64, ...): a taller block
+    # (14 rows fill 28 registers) pads M = 16 to 28 rows and 32 to 42, whose
+    # extra chains are computed and thrown away.
+    "avx512": Blocking(mr=8, nr={np.dtype(np.float32): 32, np.dtype(np.float64): 16}, kc=256,
                        mc_panels=8, nc_panels=16, vector_bits=512),
 }
 
