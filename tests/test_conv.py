@@ -384,7 +384,7 @@ def test_cpu_panels_hold_im2col(case, dtype):
     want = cols.view(n, groups, kk, oh * ow).permute(1, 2, 0, 3).reshape(groups, kk, n * oh * ow).numpy()
     bp = packed_b(groups, kk, n * oh * ow, want.dtype)
     bp[...] = np.nan
-    cpu_conv._pack_im2col(bp, x.numpy().reshape(-1), ci, hp, wp, groups, kh, kw, sh, sw, dh, dw, n, oh, ow)
+    cpu_conv.pack_im2col(bp, x.numpy().reshape(-1), ci, hp, wp, groups, kh, kw, sh, sw, dh, dw, n, oh, ow)
     npan, nr = bp.shape[1], bp.shape[3]
     got = bp.transpose(0, 2, 1, 3).reshape(groups, kk, npan * nr)
     np.testing.assert_array_equal(got[:, :, :n * oh * ow].view(np.uint8), want.view(np.uint8))

@@ -2,14 +2,16 @@
 
 The product is W_g (Cout/G, K) @ cols_g (K, N*OH*OW) per group, K = Cin/G*KH*KW
 in (c, kh, kw) order, columns in (n, oh, ow) order (docs/order.md,
-"Convolution").  Instead of materialising `cols`, `_pack_im2col` copies the
-zero-padded input straight into the NR-column panels the product kernel reads
-(`softrep.cpu.linalg.product_packed`), finding each element with
-`column_offset` + `tap_offset` of `softrep.algorithms.convolution` (the
-arithmetic the CUDA kernel uses too).  Each output element is then the chain
-of `softrep.algorithms.products` over k from +0, on one thread, as in the
-matrix products, and the bias is added by its `finish_add`.  This module only
-moves values and schedules the work.
+"Convolution").  `cols` is never materialised: each task of the product
+(`conv_blocks`: a group and a block of NC panels of columns) copies the
+zero-padded input straight into the NR-column panels it is about to read
+(`_pack_panel`), finding each element with `column_offset` + `tap_offset` of
+`softrep.algorithms.convolution` (the arithmetic the CUDA kernel uses too),
+so the panels are read from cache instead of memory.  Each output element
+is then the chain of `softrep.algorithms.products` over k from +0, on one
+thread, as in the matrix products (the same micro-kernel), and the bias is
+added by its `finish_add`.  This module only moves values and schedules the
+work.
 """
 
 import numpy as np
@@ -17,75 +19,139 @@ from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
 from .launch import kernel
-from .linalg import packed_b, product_packed, tree_product_padded, tree_width
+from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, finish_padded, host_micro_kernel, packed_a, slp_vectorize,
+                     tree_product_padded, tree_width)
 
 
-@kernel("conv.pack_im2col", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13
-                              for t in (types.float32, types.float64)])
-@njit(parallel=True, cache=True, error_model="numpy")
-def _pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
-    # One work item per (group, panel): it fills bp[g, panel] (K x NR values,
-    # contiguous) row by row.  The panel's columns fall into runs that lie
-    # in one output row: consecutive pixels, sw apart in the padded input,
-    # so each run is one strided copy (contiguous for sw = 1) per row of K,
-    # from the offset `column_offset` gives its first column plus the row's
-    # `tap_offset`, computed once per call for every (group, row) (its
-    # integer divisions would otherwise cost more than a row's copy).
-    # Unsigned indices: a signed one costs a negative-index test per access,
-    # which keeps the copies from vectorising.
-    c_g = c_in // groups
-    kk = c_g * kh * kw
-    npan, nr = bp.shape[1], bp.shape[3]
-    n_cols = n_img * oh * ow
-    flat = bp.reshape(-1)
+@njit(cache=True, error_model="numpy")
+def _pack_panel(dst, base, xflat, taps, g, kk, panel, nr, n_cols, c_in, hp, wp, sh, sw, oh, ow):
+    # Panel `panel` of group g's im2col (K x NR values, contiguous from
+    # dst[base]) row by row.  Its columns fall into runs that lie in one
+    # output row: consecutive pixels, sw apart in the padded input, so each
+    # run is one strided copy (contiguous for sw = 1) per row of K, from the
+    # offset `column_offset` gives its first column plus the row's tap offset
+    # (taps[g * kk + k]: `tap_offset`, computed once per launch; its integer
+    # divisions would otherwise cost more than a row's copy).  Unsigned
+    # indices: a signed one costs a negative-index test per access, which
+    # keeps the copies from vectorising.
+    starts = np.empty(nr + 1, np.uint64)
+    bases = np.empty(nr, np.uint64)
     usw = np.uint64(sw)
-    taps = np.empty(groups * kk, np.uint64)
-    for gk in range(groups * kk):
-        taps[gk] = tap_offset(gk % kk, gk // kk, c_g, kh, kw, dh, dw, hp, wp)
+    col0 = panel * nr
+    valid = min(nr, n_cols - col0)
+    runs = 0
+    lane = 0
+    while lane < valid:
+        col = col0 + lane
+        starts[runs] = lane
+        bases[runs] = column_offset(col, oh, ow, sh, sw, c_in, hp, wp)
+        runs += 1
+        lane += min(valid - lane, ow - col % ow)
+    starts[runs] = valid
+    for k in range(kk):
+        off = taps[g * kk + k]
+        row = np.uint64(base + k * nr)
+        for r in range(runs):
+            d = row + starts[r]
+            src = bases[r] + off
+            length = starts[r + 1] - starts[r]
+            if usw == np.uint64(1):
+                for j in range(length):
+                    dst[d + j] = xflat[src + j]
+            else:
+                for j in range(length):
+                    dst[d + j] = xflat[src + j * usw]
+        for j in range(np.uint64(valid), np.uint64(nr)):
+            dst[row + j] = 0
+
+
+def _taps(groups, c_g, kh, kw, dh, dw, hp, wp):
+    """taps[g * K + k] = tap_offset(k, g, ...) for every group and row of K."""
+    kk = c_g * kh * kw
+    return np.array([tap_offset(gk % kk, gk // kk, c_g, kh, kw, dh, dw, hp, wp) for gk in range(groups * kk)],
+                    dtype=np.uint64)
+
+
+_PACK_SIG = [(types.Array(t, 4, "C"), types.Array(t, 1, "C"), types.Array(types.uint64, 1, "C")) + (types.int64,) * 10
+             for t in (types.float32, types.float64)]
+
+
+@kernel("conv.pack_im2col", *_PACK_SIG)
+@njit(parallel=True, cache=True, error_model="numpy")
+def _pack_im2col(bp, xflat, taps, c_in, hp, wp, groups, kk, sh, sw, n_img, oh, ow):
+    # Every panel of every group: bp[g, panel] (K x NR values), one work item each.
+    npan, nr = bp.shape[1], bp.shape[3]
+    flat = bp.reshape(-1)
     for t in prange(groups * npan):
-        g, panel = t // npan, t % npan
-        starts = np.empty(nr + 1, np.uint64)
-        bases = np.empty(nr, np.uint64)
-        col0 = panel * nr
-        valid = min(nr, n_cols - col0)
-        runs = 0
-        lane = 0
-        while lane < valid:
-            col = col0 + lane
-            starts[runs] = lane
-            bases[runs] = column_offset(col, oh, ow, sh, sw, c_in, hp, wp)
-            runs += 1
-            lane += min(valid - lane, ow - col % ow)
-        starts[runs] = valid
-        for k in range(kk):
-            off = taps[g * kk + k]
-            row = np.uint64((t * kk + k) * nr)
-            for r in range(runs):
-                dst = row + starts[r]
-                src = bases[r] + off
-                length = starts[r + 1] - starts[r]
-                if usw == np.uint64(1):
-                    for j in range(length):
-                        flat[dst + j] = xflat[src + j]
-                else:
-                    for j in range(length):
-                        flat[dst + j] = xflat[src + j * usw]
-            for j in range(np.uint64(valid), np.uint64(nr)):
-                flat[row + j] = 0
+        _pack_panel(flat, t * kk * nr, xflat, taps, t // npan, kk, t % npan, nr, n_img * oh * ow, c_in, hp, wp,
+                    sh, sw, oh, ow)
+
+
+def pack_im2col(bp, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
+    """bp (G, ceil(N*OH*OW / NR), K, NR) = the im2col of the flat padded input in
+    NR-column panels (+0 past the last column), as the product kernel reads b."""
+    c_g = c_in // groups
+    _pack_im2col(bp, xflat, _taps(groups, c_g, kh, kw, dh, dw, hp, wp), c_in, hp, wp, groups, c_g * kh * kw, sh, sw,
+                 n_img, oh, ow)
+
+
+def _make_conv_blocks(micro, mr, nr, dtype):
+    flat = types.Array(dtype, 1, "C")
+
+    @kernel(f"conv.blocks.{dtype}", (flat, flat, flat, types.Array(types.uint64, 1, "C")) + (types.int64,) * 14)
+    @njit(parallel=True, cache=True, error_model="numpy")
+    def conv_blocks(c_flat, ap_flat, xflat, taps, groups, m_panels, n_panels, kk, kc, nc_panels, c_in, hp, wp, sh,
+                    sw, n_img, oh, ow):
+        # `linalg`'s blocks with b packed on the fly: one task per (group, block
+        # of nc_panels panels of columns) packs its panels into its own buffer
+        # (`_pack_panel`, the values `_pack_im2col` stores), while they are in
+        # cache, then advances every MR x NR tile of its columns through k
+        # blocks of kc, as `linalg`'s blocks does: each chain still takes its
+        # steps k = 0 .. K-1 in order on one thread.
+        npad = n_panels * nr
+        n_cols = n_img * oh * ow
+        n_blocks = (n_panels + nc_panels - 1) // nc_panels
+        k_blocks = max(1, (kk + kc - 1) // kc)  # K = 0 still zero-fills the tiles
+        for t in prange(groups * n_blocks):
+            g, nbk = t // n_blocks, t % n_blocks
+            jp0, jp1 = nbk * nc_panels, min(n_panels, (nbk + 1) * nc_panels)
+            buf = np.empty(max(1, (jp1 - jp0) * kk * nr), c_flat.dtype)
+            for jp in range(jp0, jp1):
+                _pack_panel(buf, (jp - jp0) * kk * nr, xflat, taps, g, kk, jp, nr, n_cols, c_in, hp, wp, sh, sw,
+                            oh, ow)
+            for kb in range(k_blocks):
+                k0, k1 = kb * kc, min(kk, (kb + 1) * kc)
+                for jp in range(jp0, jp1):
+                    for ip in range(m_panels):
+                        a_off = ((g * m_panels + ip) * kk + k0) * mr
+                        b_off = ((jp - jp0) * kk + k0) * nr
+                        c_off = (g * m_panels * mr + ip * mr) * npad + jp * nr
+                        micro(ap_flat, buf, c_flat, a_off, b_off, c_off, npad, k1 - k0, kb == 0)
+
+    return conv_blocks
+
+
+_CONV_BLOCKS = {np.dtype(t): _make_conv_blocks(host_micro_kernel(t), MR, NR[np.dtype(t)], nt)
+                for t, nt in ((np.float32, types.float32), (np.float64, types.float64))}
 
 
 def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     """out (G, Cout/G, N*OH*OW) = w_g (G, Cout/G, Cin/G*KH*KW) @ im2col(xpad) [+ bias_rows (G, Cout/G)]."""
     groups, _, kk = w_g.shape
-    n_img, _, hp, wp = xpad.shape
+    n_img, c_in, hp, wp = xpad.shape
     oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
     if out.size == 0:
         return
-    bp = packed_b(groups, kk, n_img * oh * ow, xpad.dtype)
-    if kk:
-        xflat = np.ascontiguousarray(xpad).reshape(-1)
-        _pack_im2col(bp, xflat, xpad.shape[1], hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow)
-    product_packed(out, w_g, bp, bias_rows=bias_rows if has_bias else None)
+    dtype = xpad.dtype
+    nr = NR[dtype]
+    ap = packed_a(w_g, dtype)
+    m_panels, n_panels = ap.shape[1], ceil_to(n_img * oh * ow, nr) // nr
+    cpad = np.empty((groups, m_panels * MR, n_panels * nr), dtype)
+    taps = _taps(groups, c_in // groups, kh, kw, dh, dw, hp, wp)
+    with slp_vectorize():
+        _CONV_BLOCKS[dtype](cpad.reshape(-1), ap.reshape(-1), np.ascontiguousarray(xpad).reshape(-1), taps, groups,
+                            m_panels, n_panels, kk, KC, NC_PANELS, c_in, hp, wp, sh, sw, n_img, oh, ow)
+    finish_padded(out, cpad, bias_rows=bias_rows if has_bias else None)
 
 
 @kernel("conv.pack_cols_by_pixel", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13

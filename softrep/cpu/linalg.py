@@ -116,7 +116,7 @@ def _chosen_blocking():
 BLOCKING_NAME = _chosen_blocking()
 BLOCKING = BLOCKINGS[BLOCKING_NAME]
 MR, NR, KC = BLOCKING.mr, BLOCKING.nr, BLOCKING.kc
-_MC_PANELS, _NC_PANELS = BLOCKING.mc_panels, BLOCKING.nc_panels
+MC_PANELS, NC_PANELS = BLOCKING.mc_panels, BLOCKING.nc_panels
 
 
 @kernel("linalg.pack_a", *[sig + (_I,) for sig in _arrays(4, 3)])
@@ -267,10 +267,9 @@ def _make_blocks(micro, mr, nr, dtype):
     return blocks
 
 
-_blocks_f32 = _make_blocks(micro_kernel(np.float32, MR, NR[np.dtype(np.float32)]), MR,
-                           NR[np.dtype(np.float32)], types.float32)
-_blocks_f64 = _make_blocks(micro_kernel(np.float64, MR, NR[np.dtype(np.float64)]), MR,
-                           NR[np.dtype(np.float64)], types.float64)
+_MICRO = {np.dtype(t): micro_kernel(t, MR, NR[np.dtype(t)]) for t in (np.float32, np.float64)}
+_blocks_f32 = _make_blocks(_MICRO[np.dtype(np.float32)], MR, NR[np.dtype(np.float32)], types.float32)
+_blocks_f64 = _make_blocks(_MICRO[np.dtype(np.float64)], MR, NR[np.dtype(np.float64)], types.float64)
 
 
 @kernel("linalg.finish", *_arrays(3, 3))
@@ -307,7 +306,7 @@ _slp_width_set = False
 
 
 @contextlib.contextmanager
-def _slp_vectorize():
+def slp_vectorize():
     """Compile with LLVM's SLP vectorizer, which Numba leaves off by default.
 
     It is what turns the micro-kernel's rows of NR scalar fmas into vfmadd on
@@ -334,39 +333,40 @@ def _slp_vectorize():
         _numba_config.SLP_VECTORIZE = saved
 
 
-def _ceil_to(x, step):
+def ceil_to(x, step):
     return (x + step - 1) // step * step
 
 
 def packed_b(nb, k_count, n, dtype):
     """An uninitialised packed-b buffer for `product_packed`: (nb, ceil(n/NR), K, NR)."""
     nr = NR[np.dtype(dtype)]
-    return np.empty((nb, _ceil_to(n, nr) // nr, k_count, nr), dtype)
+    return np.empty((nb, ceil_to(n, nr) // nr, k_count, nr), dtype)
 
 
-def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
-    """out (B, M, N) = a (B, M, K) @ b [+ addend (B, M, N) | + bias_rows (B, M) per row],
-    with b already packed into `bp` (see `packed_b`; padding columns must be finite).
-    narrow = (spec, fmt): a and out are bfloat16/float16 patterns (uint16), a is
-    widened while packed, each output rounded once to the format."""
+def packed_a(a, dtype, widen_fmt=None):
+    """a (B, M, K) packed into MR-row panels (B, ceil(M/MR), K, MR), zero-padded;
+    widen_fmt: a holds bfloat16/float16 patterns (uint16) of that format code,
+    widened to float32 while packed."""
     nb, m, k_count = a.shape
-    n = out.shape[2]
-    if out.size == 0:
-        return
-    dtype = bp.dtype
-    nr = NR[dtype]
-    mpad, npad = _ceil_to(m, MR), bp.shape[1] * nr
-    ap = np.empty((nb, mpad // MR, k_count, MR), dtype)
+    ap = np.empty((nb, ceil_to(m, MR) // MR, k_count, MR), dtype)
     if k_count:
-        if narrow is None:
+        if widen_fmt is None:
             pack_a(ap, a, MR)
         else:
-            _pack_a_widen(ap, a, MR, narrow[1])
-    cpad = np.empty((nb, mpad, npad), dtype)
-    blocks = _blocks_f32 if dtype == np.float32 else _blocks_f64
-    with _slp_vectorize():
-        blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
-               _MC_PANELS, _NC_PANELS)
+            _pack_a_widen(ap, a, MR, widen_fmt)
+    return ap
+
+
+def host_micro_kernel(dtype):
+    """The micro-kernel of the host blocking for `dtype` (float32 or float64)."""
+    return _MICRO[np.dtype(dtype)]
+
+
+def finish_padded(out, cpad, addend=None, bias_rows=None, narrow=None):
+    """out (B, M, N) = every chain of cpad (B, >= M, >= N) ended (`finish`, or
+    `finish_add` of addend (B, M, N) or of bias_rows (B, M) per row), the
+    padding cropped; narrow = (spec, fmt): each output rounded once to the
+    format, as a uint16 pattern."""
     if narrow is not None:
         if addend is not None:
             _finish_add_narrow(out, cpad, addend, *narrow)
@@ -378,6 +378,26 @@ def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
         _finish_outputs_bias_rows(out, cpad, bias_rows)
     else:
         _finish_outputs(out, cpad)
+
+
+def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
+    """out (B, M, N) = a (B, M, K) @ b [+ addend (B, M, N) | + bias_rows (B, M) per row],
+    with b already packed into `bp` (see `packed_b`; padding columns must be finite).
+    narrow = (spec, fmt): a and out are bfloat16/float16 patterns (uint16), a is
+    widened while packed, each output rounded once to the format."""
+    nb, m, k_count = a.shape
+    if out.size == 0:
+        return
+    dtype = bp.dtype
+    nr = NR[dtype]
+    ap = packed_a(a, dtype, None if narrow is None else narrow[1])
+    mpad, npad = ap.shape[1] * MR, bp.shape[1] * nr
+    cpad = np.empty((nb, mpad, npad), dtype)
+    blocks = _blocks_f32 if dtype == np.float32 else _blocks_f64
+    with slp_vectorize():
+        blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
+               MC_PANELS, NC_PANELS)
+    finish_padded(out, cpad, addend, bias_rows, narrow)
 
 
 # Products of at most this many fmas run `_direct` on the calling thread: the
@@ -557,7 +577,7 @@ def tree_product(out, at, bm, first, counts, dims):
 
 def tree_width(n, dtype):
     """The zero-padded width of `tree_product`'s second operand: whole register blocks."""
-    return _ceil_to(n, NR[np.dtype(dtype)])
+    return ceil_to(n, NR[np.dtype(dtype)])
 
 
 def tree_product_padded(out, at, b_pad, first, counts):
@@ -566,10 +586,10 @@ def tree_product_padded(out, at, b_pad, first, counts):
     must be +0) and at (S, G, K, M) in any layout; out (nodes, G, M, N)."""
     samples, groups, k_count, m = at.shape
     dtype = out.dtype
-    at_pad = np.zeros((samples, groups, k_count, _ceil_to(m, MR)), dtype)
+    at_pad = np.zeros((samples, groups, k_count, ceil_to(m, MR)), dtype)
     at_pad[..., :m] = at
     slots = 1 + max(int(counts.max()) - 1, 0).bit_length()
-    with _slp_vectorize():
+    with slp_vectorize():
         _tree_blocks[dtype](out, at_pad, b_pad, first, counts, slots)
 
 
