@@ -232,3 +232,29 @@ def test_other_rounding_modes_error_points_to_format(mode):
     assert softrep.add(x, x, rounding="nearest_away", format="float32").tolist() == [2.0, 2.0]
     with pytest.raises(ValueError, match="got 'sideways'$"):
         softrep.add(x, x, rounding="sideways")
+
+
+def test_broadcast_shapes_matches_torch():
+    """softrep.ops.validate.broadcast_shapes gives torch.broadcast_shapes's shape,
+    and raises RuntimeError exactly where torch does (sizes 0 and 1 included)."""
+    import itertools
+    import random
+
+    from softrep.ops.validate import broadcast_shapes
+
+    def check(shapes):
+        try:
+            want = torch.broadcast_shapes(*shapes)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                broadcast_shapes(*shapes)
+            return False
+        assert broadcast_shapes(*shapes) == want
+        return True
+
+    rng = random.Random(3)
+    outcomes = [check([tuple(rng.choice((0, 1, 2, 3)) for _ in range(rng.randint(0, 4)))
+                       for _ in range(rng.randint(1, 3))]) for _ in range(3000)]
+    assert any(outcomes) and not all(outcomes)  # both outcomes were exercised
+    for pair in itertools.product([(), (1,), (0,), (2, 1), (1, 3)], repeat=2):
+        check(pair)

@@ -21,7 +21,7 @@ from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
 from ..cuda import linalg as cuda_linalg
 from .memory import empty
-from .validate import ALL_FLOAT_DTYPES
+from .validate import ALL_FLOAT_DTYPES, broadcast_shapes
 from . import lowp
 from . import mixed
 from .elementwise import emulated as emulated_elementwise
@@ -256,7 +256,7 @@ class _BMM(backend.Function):
 
 
 def _broadcast_bmm(a, b):
-    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     a3 = a.detach().expand(*batch, m, k).reshape(-1, m, k)
     b3 = b.detach().expand(*batch, k, n).reshape(-1, k, n)
@@ -498,7 +498,7 @@ def matmul(input, other):
         out = backend.call(_MM, a.reshape(rows, a.shape[-1]), b, None).reshape(*a.shape[:-1], b.shape[-1])
     else:
         try:
-            torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            broadcast_shapes(a.shape[:-2], b.shape[:-2])
         except RuntimeError:
             raise ValueError(
                 f"softrep.matmul: batch dimensions do not broadcast: 'input' {tuple(input.shape)}, "
@@ -569,7 +569,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     _check_inner("addmm", "mat1", mat1.shape[1], "mat2", mat2.shape[0])
     shape = (mat1.shape[0], mat2.shape[1])
     try:
-        if torch.broadcast_shapes(input.shape, shape) != torch.Size(shape):
+        if broadcast_shapes(input.shape, shape) != torch.Size(shape):
             raise RuntimeError
     except RuntimeError:
         raise ValueError(

@@ -65,12 +65,31 @@ def tensor_operands(fn, dtypes=FLOAT_DTYPES, **operands):
     return out
 
 
+def broadcast_shapes(*shapes):
+    """torch.broadcast_shapes of shapes (tuples of ints), by the same rule --
+    sizes aligned from the right, each pair equal or one of them 1 -- without
+    its Python reference implementation's cost; RuntimeError where they do
+    not broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        offset = ndim - len(s)
+        for i, size in enumerate(s):
+            have = out[offset + i]
+            if size != have:
+                if have == 1:
+                    out[offset + i] = size
+                elif size != 1:
+                    raise RuntimeError(f"shapes {', '.join(str(tuple(t)) for t in shapes)} do not broadcast")
+    return torch.Size(out)
+
+
 def broadcast_shape(fn, names, tensors):
     shape = tensors[0].shape
     if all(t.shape == shape for t in tensors):
-        return shape  # the common case, without torch.broadcast_shapes's cost
+        return shape  # the common case
     try:
-        return torch.broadcast_shapes(*(t.shape for t in tensors))
+        return broadcast_shapes(*(t.shape for t in tensors))
     except RuntimeError:
         shapes = ", ".join(f"'{n}' {tuple(t.shape)}" for n, t in zip(names, tensors))
         raise ValueError(f"softrep.{fn}: shapes do not broadcast: {shapes}") from None

@@ -25,6 +25,7 @@ from ...ops import reduction as R
 from .activations import softmax
 from .regularization import dropout
 from ...ops.products import matmul
+from ...ops.validate import broadcast_shapes
 
 
 class _RepeatHeads(backend.Function):
@@ -131,7 +132,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise TypeError(f"{fn}: argument 'attn_mask' must be a torch.Tensor or None, "
                             f"got {type(attn_mask).__name__}")
         try:
-            torch.broadcast_shapes(attn_mask.shape, scores.shape)
+            broadcast_shapes(attn_mask.shape, scores.shape)
         except RuntimeError:
             raise ValueError(f"{fn}: argument 'attn_mask' of shape {tuple(attn_mask.shape)} does not broadcast "
                              f"to the scores' shape {tuple(scores.shape)}") from None

@@ -21,6 +21,7 @@ from ...ops import backend, batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
+from ...ops.validate import broadcast_shapes
 from .activations import log_softmax
 
 _FLOAT = (torch.float32, torch.float64)
@@ -444,7 +445,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
             continue
         _check_float(fn, name, t, input)
         try:
-            shape = torch.broadcast_shapes(t.shape, input.shape)
+            shape = broadcast_shapes(t.shape, input.shape)
         except RuntimeError:
             shape = None
         if shape != input.shape:
