@@ -3,7 +3,10 @@
     python benchmarks/bench_reduction.py [--threads 2] [--repeat 10]
 
 Prints, per case, the best time of each side and the ratio torch_time /
-softrep_time (>= 1 means softrep is as fast as torch).  Results are recorded
+softrep_time (>= 1 means softrep is as fast as torch).  The normalisation
+and loss cases (layer norm with its affine map, softmax, cross-entropy with
+mean reduction) are timed forward alone and forward + backward (the
+backward of a fixed output gradient, or of the loss).  Results are recorded
 in docs/benchmarks.md.  Numba's threading layer matters when torch runs in the
 same process: with the 'omp' layer the two OpenMP pools wait on each other; set
 NUMBA_THREADING_LAYER=workqueue (or tbb) to avoid it (the layer is printed).
@@ -40,6 +43,21 @@ def main():
     rows = tensor(10**4, 1000)
     cols = tensor(1000, 10**4)
     nchw = tensor(32, 64, 56, 56)
+    tokens = tensor(4096, 768).requires_grad_()
+    ln_weight, ln_bias = tensor(768).requires_grad_(), tensor(768).requires_grad_()
+    logits = tensor(4096, 1000).requires_grad_()
+    labels = torch.from_numpy(rng.integers(0, 1000, 4096))
+    grad_tokens, grad_logits = tensor(4096, 768), tensor(4096, 1000)
+
+    def layer_norm(m):
+        return m.nn.functional.layer_norm(tokens, (768,), ln_weight, ln_bias)
+
+    def softmax(m):
+        return m.nn.functional.softmax(logits, 1)
+
+    def cross_entropy(m):
+        return m.nn.functional.cross_entropy(logits, labels)
+
     cases = [
         ("sum, 1e7 float32, all", lambda m: m.sum(big)),
         ("sum, [1e5, 64] dim 1", lambda m: m.sum(rows64, 1)),
@@ -57,6 +75,15 @@ def main():
         ("argmax, 1e7 float32", lambda m: m.argmax(big)),
         ("BatchNorm stats: mean, var [32,64,56,56] dims (0,2,3)",
          lambda m: (m.mean(nchw, (0, 2, 3)), m.var(nchw, (0, 2, 3)))),
+        ("layer_norm, [4096, 768] affine, forward", layer_norm),
+        ("layer_norm, [4096, 768] affine, forward + backward",
+         lambda m: torch.autograd.grad(layer_norm(m), (tokens, ln_weight, ln_bias), grad_tokens)),
+        ("softmax, [4096, 1000] dim 1, forward", softmax),
+        ("softmax, [4096, 1000] dim 1, forward + backward",
+         lambda m: torch.autograd.grad(softmax(m), logits, grad_logits)),
+        ("cross_entropy, [4096, 1000] logits, forward", cross_entropy),
+        ("cross_entropy, [4096, 1000] logits, forward + backward",
+         lambda m: torch.autograd.grad(cross_entropy(m), logits)),
     ]
 
     def best(fn):

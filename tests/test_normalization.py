@@ -314,6 +314,43 @@ def test_batch_norm_fused_passes_equal_separate_ops(dtype, shape):
     assert same_bits(gx_fused, gx_separate)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm", "group_norm"])
+@pytest.mark.parametrize("shape", [(4, 6, 5), (3, 6), (2, 6, 130)])
+def test_row_norms_fused_passes_equal_separate_ops(dtype, name, shape):
+    """layer_norm, rms_norm and group_norm fuse their passes over each row of
+    normalised elements (softrep.ops.channels) when no graph of the backward
+    is recorded; with create_graph the separate ops run.  Both give the same
+    bits, also on signed zeros, subnormals, infinities and NaN (one row holds
+    them, the others stay finite), forward and backward."""
+    from softrep.nn.functional import normalization as N
+
+    gen = torch.Generator().manual_seed(6)
+    x = (torch.randn(shape, generator=gen, dtype=dtype) * 3).requires_grad_()
+    g = torch.randn(shape, generator=gen, dtype=dtype)
+    tiny = torch.finfo(dtype).tiny
+    with torch.no_grad():
+        x.view(-1)[:4] = torch.tensor([-0.0, tiny / 4, -tiny / 8, 1e30], dtype=dtype)
+        x.view(-1)[-1] = float("nan")
+        x.view(-1)[-3] = float("inf")
+    g.view(-1)[:3] = torch.tensor([-0.0, 0.0, -tiny / 2], dtype=dtype)
+    dims, center = {"layer_norm": ((x.dim() - 1,), True), "rms_norm": ((x.dim() - 1,), False),
+                    "group_norm": ((2,), True)}[name]
+    xin = x.reshape(shape[0], 2, -1) if name == "group_norm" else x
+    with torch.no_grad():
+        fused = N.moments(xin, dims, 1e-5, center)
+    with torch.enable_grad():
+        separate = N.moments(xin, dims, 1e-5, center)
+    for f, s in zip(fused, separate):
+        assert (f is None and s is None) or same_bits(f, s)
+    call = {"layer_norm": lambda t: softrep.layer_norm(t, shape[-1:]), "rms_norm": lambda t: softrep.rms_norm(t, shape[-1]),
+            "group_norm": lambda t: softrep.group_norm(t, 2)}[name]
+    out = call(x)
+    (gx_fused,) = torch.autograd.grad(out, x, g, retain_graph=True)
+    (gx_separate,) = torch.autograd.grad(out, x, g, create_graph=True)
+    assert same_bits(gx_fused, gx_separate)
+
+
 def test_batch_split_same_bits():
     # per-sample normalisations do not depend on the rest of the batch
     x = normal_tensor(51, (5, 4, 3))

@@ -1,7 +1,10 @@
-"""batch_norm's per-channel passes as single kernels (no autograd).
+"""The normalisations' passes as single kernels (no autograd).
 
-An input (N, C, *) is viewed as rows (N*C, positions): row n*C + c holds
-channel c of sample n.  Each function computes exactly the composition of
+The kernels work on rows, with one statistic per row: `row_*`.  layer_norm,
+rms_norm and group_norm normalise each row of their trailing dims (row i,
+its own m and s); batch_norm views an input (N, C, *) as rows (N*C,
+positions): row n*C + c holds channel c of sample n, and its statistics are
+channel c's.  Each function computes exactly the composition of
 softrep ops named in its docstring -- the same roundings in the same order
 (softrep.algorithms.normalization, softrep.algorithms.reduction) -- in one
 pass, without the intermediate tensors and without broadcasting the
@@ -41,21 +44,29 @@ def centered_square_sums(x, m):
     return sum_rows(_rows(x), _per_row(m, x), centered=True).reshape(x.shape[0], x.shape[1])
 
 
-def normalize(x, m, s):
-    """div(sub(x, m), s), m and s per channel (C elements each)."""
-    rows = _rows(x)
+def row_normalize(rows, m, s):
+    """div(sub(rows[i], m[i]), s[i]) for rows (R, n) and m, s of R elements."""
     out = rows.new_empty(rows.shape)
     if out.numel():
         backend.execute(cpu_normalization.normalize, cuda_normalization.normalize, [out],
-                        [rows, _per_row(m, x), _per_row(s, x)])
-    return out.reshape(x.shape)
+                        [rows, m.detach().reshape(-1).contiguous(), s.detach().reshape(-1).contiguous()])
+    return out
+
+
+def row_normalize_grad(g, xhat, mg, c, s):
+    """div(sub(sub(g[i], mg[i]), mul(xhat[i], c[i])), s[i]) for rows (R, n)."""
+    out = g.new_empty(g.shape)
+    if out.numel():
+        backend.execute(cpu_normalization.normalize_grad, cuda_normalization.normalize_grad, [out],
+                        [g, xhat] + [t.detach().reshape(-1).contiguous() for t in (mg, c, s)])
+    return out
+
+
+def normalize(x, m, s):
+    """div(sub(x, m), s), m and s per channel (C elements each)."""
+    return row_normalize(_rows(x), _per_row(m, x), _per_row(s, x)).reshape(x.shape)
 
 
 def normalize_grad(g, xhat, mg, c, s):
     """div(sub(sub(g, mg), mul(xhat, c)), s), mg, c and s per channel."""
-    rows = _rows(g)
-    out = rows.new_empty(rows.shape)
-    if out.numel():
-        backend.execute(cpu_normalization.normalize_grad, cuda_normalization.normalize_grad, [out],
-                        [rows, _rows(xhat), _per_row(mg, g), _per_row(c, g), _per_row(s, g)])
-    return out.reshape(g.shape)
+    return row_normalize_grad(_rows(g), _rows(xhat), _per_row(mg, g), _per_row(c, g), _per_row(s, g)).reshape(g.shape)

@@ -73,8 +73,32 @@ def check_eps(fn, eps):
     return eps
 
 
+def _trailing(x, dims):
+    return dims == tuple(range(x.dim() - len(dims), x.dim()))
+
+
+def _fused_moments(x, dims, eps, center):
+    """`moments` by the fused row passes (softrep.ops.channels), for dims that
+    are x's trailing ones: each output's normalised elements are one row of
+    x, in the row-major order softrep.sum reads them.  The same roundings:
+    m = div(sum(row), n) is R.mean's, ss is the documented sum of
+    mul(sub(x, m), sub(x, m)) (with m = +0 when not centring: sub(x, +0) is
+    x exactly), xhat = div(sub(x, m), s) (sub(x, +0) again x)."""
+    n = math.prod(x.shape[d] for d in dims)
+    keep = x.shape[:x.dim() - len(dims)] + (1,) * len(dims)
+    rows = x.detach().contiguous().reshape(-1, n)
+    m = E.div(summation.sum_rows(rows), float(n)) if center else None
+    ss = summation.sum_rows(rows, m, centered=True)
+    s = E.sqrt(E.add(E.div(ss, float(n)), eps))
+    zero = rows.new_zeros(rows.shape[0])
+    xhat = channels.row_normalize(rows, zero if m is None else m, s)
+    return (xhat.reshape(x.shape), None if m is None else m.reshape(keep), ss.reshape(keep), s.reshape(keep))
+
+
 def moments(x, dims, eps, center):
     """(xhat, m, ss, s) of the module docstring; m is None when not centring."""
+    if channels.fusable() and x.numel() and _trailing(x, dims):
+        return _fused_moments(x, dims, eps, center)
     n = math.prod(x.shape[d] for d in dims)
     m = R.mean(x, dims, keepdim=True) if center else None
     d = E.sub(x, m) if center else x
@@ -119,6 +143,15 @@ class _Normalize(backend.Function):
         if torch.is_grad_enabled():
             xhat, _, _, s = moments(x, ctx.dims, ctx.eps, ctx.center)
         dims = ctx.dims
+        if channels.fusable() and _trailing(g, dims):
+            # the same roundings by row passes: the means are div(sum(row), n),
+            # and t = sub(g, +0) is g exactly when not centring
+            n = math.prod(g.shape[d] for d in dims)
+            rows = g.detach().contiguous().reshape(-1, n)
+            xrows = xhat.detach().contiguous().reshape(-1, n)
+            c = E.div(summation.sum_rows(E.mul(rows, xrows)), float(n))
+            mg = E.div(summation.sum_rows(rows), float(n)) if ctx.center else rows.new_zeros(rows.shape[0])
+            return channels.row_normalize_grad(rows, xrows, mg, c, s).reshape(g.shape), None, None, None
         c = R.mean(E.mul(g, xhat), dims, keepdim=True)
         t = E.sub(g, R.mean(g, dims, keepdim=True)) if ctx.center else g
         return E.div(E.sub(t, E.mul(xhat, c)), s), None, None, None
