@@ -15,7 +15,6 @@ version.
 
 import numpy as np
 
-from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fabs, jitable, mul_rn, negate
 from .core import F64, INF32, NAN32, ZERO, dd_mul, dd_to_f32, log_core, log_dd, round_if_safe
 from .exact64 import bracket_err
@@ -107,7 +106,6 @@ def log_times_fast64(x, ch, cl):
     doubles far from every rounding boundary, so both ends of the window
     round to them; no other result is a double or a midpoint (the values are
     irrational).  Branch-free, as log_fast64, whose specials it shares."""
-    inline_into_callers()
     finite = (x > ZERO64) & (x < INF64)
     h, l = log_dd_fast(x if finite else ONE64)
     ph, pl = dd_mul(h, l, ch, cl)

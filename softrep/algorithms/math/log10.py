@@ -24,7 +24,6 @@ for every other double x.
 
 import numpy as np
 
-from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn
 from .core import (F64, INF32, INV_LN10, INV_LN10_L, LOG10_2_H, LOG10_2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32,
                     log_dd, log_reduce, logm_core, round_if_safe, two_prod)
@@ -61,7 +60,6 @@ LOG10_64_EPS = F64(2.0**-93)
 @jitable
 def log10_fast64(x):
     """The plain-double fast path: log(x)/ln10 (log.log_times_fast64)."""
-    inline_into_callers()
     return log_times_fast64(x, INV_LN10, INV_LN10_L)
 
 

@@ -43,7 +43,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (F64, INF32, NAN32, ONE, TWO, atanh_series, dd_add, dd_div, dd_to_f32, fast_two_sum, log_core,
                    log_dd, round_if_safe, two_prod, two_sum)
@@ -158,7 +157,6 @@ def log1p_fast64(x):
     Branch-free (both evaluations run on substituted arguments and one is
     selected), so that the CPU launcher vectorises it.  What it cannot decide
     `log1p_f64` hands to the double-double path."""
-    inline_into_callers()
     a = fabs(x)
     near = (a >= LOG1P_64_TINY) & (a < LOG1P_64_FAST_NEAR)
     far = (a >= LOG1P_64_FAST_NEAR) & (x > MINUS_ONE64) & (x < INF64)

@@ -21,7 +21,6 @@ double x, so no other result is a double or a midpoint.
 
 import numpy as np
 
-from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fma_rn, jitable
 from .core import (F64, INF32, INV_LN2, INV_LN2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32, log_dd, log_reduce,
                     logm_core, round_if_safe)
@@ -57,7 +56,6 @@ ONE64 = F64(1.0)
 @jitable
 def log2_fast64(x):
     """The plain-double fast path: log(x)/ln2 (log.log_times_fast64)."""
-    inline_into_callers()
     return log_times_fast64(x, INV_LN2, INV_LN2_L)
 
 
