@@ -292,22 +292,22 @@ def sincos_dd(th, tl):
       2^-75.6 and round by < 2^-128, RN(b_h b_l) by < 2^-128, the dropped
       b_l b_h^3/6 and b_l^2/2 are below 2^-120; P_c's last step rounds by
       2^-55 (|P_c| < 1/2), 2^-77.69 once multiplied by z, and the final fma
-      by 2^-77 (|c| < 2^-23.69): |error of c| < 2^-76.4.
+      by 2^-77 (|c| < 2^-23.69): |error of c| < 2^-76.3.
     * S = S_k + S_k c + C_k (b_h + s_l): S_k + C_kh b_h exactly (two_prod,
       two_sum); the other terms are summed by fmas, the largest partial sums
       below 2^-23.67 |S_k| and 2^-25.25 |b_h| (and 2^-51 (|S_k| + |b_h|) for
       the exact errors), rounding by < 2^-76.6 (|S_k| + |b_h|) in all; the
       one term left out, C_kl s_l, is below 2^-78.27 |b_h|.  With the errors
-      of sin beta and c, |error of S| < 2^-75.1 |b_h| + 2^-75.5 |S_k|.  For
+      of sin beta and c, |error of S| < 2^-75.1 |b_h| + 2^-75.4 |S_k|.  For
       k != 0, |pi k/4096| >= 2 |beta| (1 - 2^-42), so with theta = pi k/4096
       and |theta + beta| >= |theta|/2 (1 - 2^-42): |S| >= |S_k|/2 (1 - 2^-41)
       (sin theta <= 2 sin(theta/2)) and |S| >= |b_h| (1 - 2^-24); for k = 0,
-      S = sin beta, S_k = 0.  So |error| < (2^-75.1 + 2 * 2^-75.5) |S| (1 + 2^-24)
+      S = sin beta, S_k = 0.  So |error| < (2^-75.1 + 2 * 2^-75.4) |S| (1 + 2^-24)
       < 2^-73.7 |S|.
     * C = C_k + C_k c - S_k (b_h + s_l), the same sums with S_k's and C_k's
-      roles exchanged: C_k times c's error (2^-76.4), the roundings (2^-76.7),
-      S_k < 0.71 times sin beta's error (2^-87): < 2^-75.5 absolutely, and
-      C = cos(pi t/2) >= cos(pi/4 + 2^-31) > 0.7071: < 2^-75.0 |C|.
+      roles exchanged: C_k times c's error (2^-76.3), the roundings (2^-76.67),
+      S_k < 0.71 times sin beta's error (2^-87): < 2^-75.4 absolutely, and
+      C = cos(pi t/2) >= cos(pi/4 + 2^-31) > 0.7071: < 2^-74.9 |C|.
     The final fast_two_sums are exact.
     """
     inline_into_callers()
