@@ -191,5 +191,6 @@ def cos_f64(x):
 def cos_fast64(x):
     """(the correctly rounded cos(x), True) where the float64 fast path decides, else (anything, False):
     branch-free, for |x| < 2^20 (trig64.trig_fast64_cody_waite); `cos_f64` takes the rest."""
+    inline_into_callers()
     return trig_fast64_cody_waite(x, COS)
 

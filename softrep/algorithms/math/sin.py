@@ -179,5 +179,6 @@ def sin_f64(x):
 def sin_fast64(x):
     """(the correctly rounded sin(x), True) where the float64 fast path decides, else (anything, False):
     branch-free, for |x| < 2^20 (trig64.trig_fast64_cody_waite); `sin_f64` takes the rest."""
+    inline_into_callers()
     return trig_fast64_cody_waite(x, SIN)
 

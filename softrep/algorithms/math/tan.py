@@ -13,6 +13,7 @@ rounded safely, with its MPFR value).
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import bitcast, div_rn, jitable, negate
 from .core import abs32, neg32, signbit32
 from .exception_tables import exception_arrays, finish
@@ -136,5 +137,6 @@ def tan_f64(x):
 def tan_fast64(x):
     """(the correctly rounded tan(x), True) where the float64 fast path decides, else (anything, False):
     branch-free, for |x| < 2^20 (trig64.trig_fast64_cody_waite); `tan_f64` takes the rest."""
+    inline_into_callers()
     return trig_fast64_cody_waite(x, TAN)
 

@@ -56,8 +56,10 @@ with S_k = sin(pi k/512), C_k = cos(pi k/512) (S_-k = -S_k, C_-k = C_k).
 For k != 0, |pi t/2| >= pi/1024 and the sum is at least half its largest
 term: cancellation costs at most a factor 2; for k = 0 it is sin beta alone.
 
-* Fast path (double-double; error argued in `sincos_dd`): relative error
-  < 2^-65 of each result, plus the reduction's absolute error times pi/2.
+* Fast path (double-double; error argued in `sincos_dd`): the same
+  decomposition with the finer table k = round(2048 t), S_k = sin(pi k/4096),
+  C_k = cos(pi k/4096), |beta| < 2^-11.35: relative error < 2^-73.7 of each
+  result, plus the reduction's absolute error times pi/2.
 * Accurate path (triple-double; `sincos_td`): sin beta = beta P(beta^2) to
   beta^13/13! (remainder < 2^-157 relatively), cos beta to beta^14/14!
   (remainder < 2^-178); about 20 triple-double operations of relative error
@@ -76,6 +78,7 @@ from .core import dd_mul, fast_two_sum, two_prod, two_sum
 from .exact64 import bracket_err, significand
 from .multiword import dd_from_td, td_add, td_const, td_div, td_mul, td_neg, td_renorm, td_round
 from .wide_int import wide_mul, wide_neg
+from ...primitives.jit import inline_into_callers
 
 F64 = np.float64
 U64 = np.uint64
@@ -110,10 +113,10 @@ PIO2_H, PIO2_M, PIO2_L = td_const(PI_Q / 2)
 TWO_OVER_PI_H, TWO_OVER_PI_M, TWO_OVER_PI_L = td_const(2 / PI_Q)
 
 
-def _sin_cos_fixed(k, bits=400):
-    """(sin, cos)(pi k / 512) 2^bits by Taylor series (pi k/512 <= pi/4)."""
+def _sin_cos_fixed(k, bits=400, steps=512):
+    """(sin, cos)(pi k / steps) 2^bits by Taylor series (pi k/steps <= pi/4)."""
     one = 1 << bits
-    alpha = (PI_FIXED >> (_PI_BITS - bits)) * k // 512
+    alpha = (PI_FIXED >> (_PI_BITS - bits)) * k // steps
     s = c = 0
     term, n = one, 0  # alpha^n / n!
     while term:
@@ -134,19 +137,28 @@ _TABLE = [_sin_cos_fixed(k) for k in range(129)]
 SIN_TABLE = np.array([td_const(s) for s, _ in _TABLE], dtype=np.float64)  # (129, 3)
 COS_TABLE = np.array([td_const(c) for _, c in _TABLE], dtype=np.float64)
 SIN_TABLE[0] = 0.0  # sin 0 = 0 exactly
+# The fast path's finer table: sin(pi k/4096), cos(pi k/4096), k = 0..1024, as
+# double-doubles (the first two words of td_const: |v - h - m| < 2^-106 |v|).
+_FAST_TABLE = [_sin_cos_fixed(k, steps=4096) for k in range(1025)]
+SIN_FAST_TABLE = np.array([td_const(s)[:2] for s, _ in _FAST_TABLE], dtype=np.float64)  # (1025, 2)
+COS_FAST_TABLE = np.array([td_const(c)[:2] for _, c in _FAST_TABLE], dtype=np.float64)
+SIN_FAST_TABLE[0] = 0.0
 
 # Taylor coefficients: double for the fast path, triple-double for the accurate one.
 _FACT = [1]
 for _n in range(1, 20):
     _FACT.append(_FACT[-1] * _n)
-S3, S5, S7, S9 = (F64(float(Fraction((-1) ** i, _FACT[2 * i + 1]))) for i in range(1, 5))
-C2, C4, C6, C8 = (F64(float(Fraction((-1) ** i, _FACT[2 * i]))) for i in range(1, 5))
+S3, S5, S7 = (F64(float(Fraction((-1) ** i, _FACT[2 * i + 1]))) for i in range(1, 4))
+C2, C4, C6 = (F64(float(Fraction((-1) ** i, _FACT[2 * i]))) for i in range(1, 4))
 SIN_TD = np.array([td_const(Fraction((-1) ** i, _FACT[2 * i + 1])) for i in range(7)], dtype=np.float64)
 COS_TD = np.array([td_const(Fraction((-1) ** i, _FACT[2 * i])) for i in range(8)], dtype=np.float64)
 
 SHIFT = F64(6755399441055744.0)  # 1.5 2^52: (y + SHIFT) - SHIFT = y rounded to an integer, |y| < 2^51
 TABLE_STEPS = F64(256.0)
 INV_TABLE_STEPS = F64(1.0 / 256.0)
+FAST_TABLE_STEPS = F64(2048.0)
+INV_FAST_TABLE_STEPS = F64(1.0 / 2048.0)
+MINUS_HALF = F64(-0.5)
 CODY_WAITE_LIMIT = F64(2.0**20)
 _M32 = U64(0xFFFFFFFF)
 _LIMB_SCALE = np.array([2.0 ** (32 * i - 318) for i in range(10)], dtype=np.float64)
@@ -241,48 +253,89 @@ def _split_table(th):
 
 
 @jitable
+def _split_fast_table(th):
+    """(k, |k|, t_h - k/2048) with k = round(2048 t_h) (both steps exact: 2048 t_h
+    is a power-of-two scaling, and t_h - k/2048 is a multiple of ulp(t_h) no
+    larger than |t_h|)."""
+    kf = sub_rn(add_rn(mul_rn(th, FAST_TABLE_STEPS), SHIFT), SHIFT)
+    k = np.int64(kf)
+    return k, (k if k >= 0 else -k), fma_rn(negate(kf), INV_FAST_TABLE_STEPS, th)
+
+
+@jitable
 def sincos_dd(th, tl):
     """(S_h, S_l, C_h, C_l): sin(pi t/2) and cos(pi t/2) for t = t_h + t_l,
-    |t| <= 1/2 + 2^-32, each as a double-double with relative error < 2^-65.
+    |t_h| <= 1/2 + 2^-32, |t_l| <= 2^-53 |t_h|, each as a double-double with
+    relative error < 2^-73.7.
 
-    u = t - k/256 and beta = u pi/2 (dd_mul, < 2^-102).  With z = RN(b_h^2):
-    * sin beta = b_h + (b_l + b_h z P_s(z)), P_s the Taylor polynomial to
-      z^4 (-1/6 + z/120 - ...; remainder beta^11/11! < 2^-108 |beta|):
-      b_h z P_s is below 2^-19.3 |beta| and carries < 4 roundings (2^-51),
-      the neglected b_l (cos beta - 1) is below 2^-70.7 |beta|: < 2^-69.5
-      relatively.
-    * cos beta - 1 = c = z P_c(z) - b_h b_l, P_c to z^4 (remainder < 2^-105):
-      |c| < 2^-17.7, with < 3 roundings of 2^-53 on it: absolute < 2^-69.
-    * S = S_k + S_k c + C_k sin beta: S_k + C_kh b_h exactly (two_prod,
-      two_sum), the five small terms (all < 2^-16.7 |S|, twice that with the
-      cancellation of k != 0) summed by fmas: < 2^-66.4 |S|; with the errors
-      of sin beta and c (< 2^-68 |S| together): < 2^-65.  C alike, without
-      cancellation (C >= 0.7).
+    k = round(2048 t_h) (|k| <= 1024), u = t_h - k/2048 + t_l exactly
+    (two_sum), |u| <= 2^-12 + 2^-54; beta = u pi/2 as b_h + b_l (dd_mul,
+    < 2^-102, and PIO2_L left out, < 2^-106), |beta| < B = 2^-11.348, and
+    S = S_k cos beta + C_k sin beta, C = C_k cos beta - S_k sin beta with
+    S_k = sin(pi k/4096), C_k = cos(pi k/4096) (SIN_FAST_TABLE,
+    COS_FAST_TABLE: double-doubles within 2^-106 relatively; S_-k = -S_k).
+    Errors below are absolute, in units of |b_h| or of |S_k|.
+
+    * sin beta = b_h + s_l, s_l = b_l (1 - z/2) + RN(b_h z) P_s(z), with
+      z = RN(b_h^2) (z <= 2^-22.69) and P_s = S3 + z S5 + z^2 S7 (Taylor;
+      remainder < beta^9/9! < 2^-109 |beta|).  The cubic term is below
+      b_h^2/6 |b_h| < 2^-25.28 |b_h|; its factors carry the roundings of z
+      and of RN(b_h z) (2^-53 each), of S3 (2^-53.4) and of the Horner
+      steps (2^-53 |P_s|, the inner ones scaled by z): < 2^-51.1 of it,
+      2^-76.38 |b_h|.  b_l (1 - z/2) stands for b_l cos b_h (the dropped
+      b_l b_h^4/24 and b_l^2 terms are below 2^-140 |b_h|) and rounds by
+      2^-106 |b_h|; the fma forming s_l (|s_l| < 2^-25.27 |b_h|) rounds by
+      < 2^-78.27 |b_h|.  With beta's 2^-101.9: sin beta within 2^-76.0 |b_h|.
+    * cos beta - 1 = c = z P_c(z) + (z_e (-1/2) - RN(b_h b_l)), with
+      b_h^2 = z + z_e exactly (two_prod) and P_c = -1/2 + z C4 + z^2 C6
+      (remainder < beta^8/8! < 2^-106): the inner fma's terms are below
+      2^-75.6 and round by < 2^-128, RN(b_h b_l) by < 2^-128, the dropped
+      b_l b_h^3/6 and b_l^2/2 are below 2^-120; P_c's last step rounds by
+      2^-55 (|P_c| < 1/2), 2^-77.69 once multiplied by z, and the final fma
+      by 2^-77 (|c| < 2^-23.69): |error of c| < 2^-76.3.
+    * S = S_k + S_k c + C_k (b_h + s_l): S_k + C_kh b_h exactly (two_prod,
+      two_sum); the other terms are summed by fmas, the largest partial sums
+      below 2^-23.67 |S_k| and 2^-25.25 |b_h| (and 2^-51 (|S_k| + |b_h|) for
+      the exact errors), rounding by < 2^-76.6 (|S_k| + |b_h|) in all; the
+      one term left out, C_kl s_l, is below 2^-78.27 |b_h|.  With the errors
+      of sin beta and c, |error of S| < 2^-75.1 |b_h| + 2^-75.4 |S_k|.  For
+      k != 0, |pi k/4096| >= 2 |beta| (1 - 2^-42), so with theta = pi k/4096
+      and |theta + beta| >= |theta|/2 (1 - 2^-42): |S| >= |S_k|/2 (1 - 2^-41)
+      (sin theta <= 2 sin(theta/2)) and |S| >= |b_h| (1 - 2^-24); for k = 0,
+      S = sin beta, S_k = 0.  So |error| < (2^-75.1 + 2 * 2^-75.4) |S| (1 + 2^-24)
+      < 2^-73.7 |S|.
+    * C = C_k + C_k c - S_k (b_h + s_l), the same sums with S_k's and C_k's
+      roles exchanged: C_k times c's error (2^-76.3), the roundings (2^-76.67),
+      S_k < 0.71 times sin beta's error (2^-87): < 2^-75.4 absolutely, and
+      C = cos(pi t/2) >= cos(pi/4 + 2^-31) > 0.7071: < 2^-74.9 |C|.
+    The final fast_two_sums are exact.
     """
-    k, ka, uh = _split_table(th)
+    inline_into_callers()
+    k, ka, uh = _split_fast_table(th)
     uh, ul = two_sum(uh, tl)
     bh, bl = dd_mul(uh, ul, PIO2_H, PIO2_M)
-    z = mul_rn(bh, bh)
-    ps = fma_rn(z, fma_rn(z, fma_rn(z, S9, S7), S5), S3)
-    pc = fma_rn(z, fma_rn(z, fma_rn(z, C8, C6), C4), C2)
-    sl = fma_rn(mul_rn(bh, z), ps, bl)  # sin beta = bh + sl
-    c = fma_rn(z, pc, negate(mul_rn(bh, bl)))  # cos beta = 1 + c
-    sk_h = SIN_TABLE[ka, 0]
-    sk_l = SIN_TABLE[ka, 1]
+    z, ze = two_prod(bh, bh)
+    ps = fma_rn(z, fma_rn(z, S7, S5), S3)
+    pc = fma_rn(z, fma_rn(z, C6, C4), C2)
+    sl = fma_rn(mul_rn(bh, z), ps, fma_rn(bl, mul_rn(z, MINUS_HALF), bl))  # sin beta = bh + sl
+    c = fma_rn(z, pc, fma_rn(ze, MINUS_HALF, negate(mul_rn(bh, bl))))  # cos beta = 1 + c
+    sk_h = SIN_FAST_TABLE[ka, 0]
+    sk_l = SIN_FAST_TABLE[ka, 1]
     if k < 0:
         sk_h = negate(sk_h)
         sk_l = negate(sk_l)
-    ck_h = COS_TABLE[ka, 0]
-    ck_l = COS_TABLE[ka, 1]
+    ck_h = COS_FAST_TABLE[ka, 0]
+    ck_l = COS_FAST_TABLE[ka, 1]
     # S = S_k + S_k c + C_k (bh + sl)
     p, pe = two_prod(ck_h, bh)
     sh, se = two_sum(sk_h, p)
-    slo = fma_rn(sk_h, c, fma_rn(ck_h, sl, fma_rn(ck_l, bh, add_rn(add_rn(se, pe), sk_l))))
+    slo = fma_rn(sk_h, c, fma_rn(sk_l, c, fma_rn(ck_h, sl, fma_rn(ck_l, bh, add_rn(add_rn(se, pe), sk_l)))))
     sh, slo = fast_two_sum(sh, slo)
     # C = C_k + C_k c - S_k (bh + sl)
     p, pe = two_prod(negate(sk_h), bh)
     ch, ce = two_sum(ck_h, p)
-    clo = fma_rn(ck_h, c, fma_rn(negate(sk_h), sl, fma_rn(negate(sk_l), bh, add_rn(add_rn(ce, pe), ck_l))))
+    clo = fma_rn(ck_h, c, fma_rn(ck_l, c, fma_rn(negate(sk_h), sl,
+                                                 fma_rn(negate(sk_l), bh, add_rn(add_rn(ce, pe), ck_l)))))
     ch, clo = fast_two_sum(ch, clo)
     return sh, slo, ch, clo
 
@@ -331,7 +384,10 @@ def sincos_td(th, tm, tl):
 def fast_sincos(a):
     """(q, S_h, S_l, C_h, C_l, eps): the fast path for 2^-27 < a < inf, with
     twice the absolute error bound of the reduction times pi/2 (eps) to add to
-    each result's relative 2^-65 in the rounding test's err."""
+    each result's relative 2^-73.7 in the rounding test's err (Payne-Hanek:
+    eps = 0; t's error there, 2^-152 relative, and the double-double
+    truncation of t, 2^-104 relative, move S and C by < 2^-103 relatively,
+    inside the margin of REL_FAST)."""
     if a < CODY_WAITE_LIMIT:
         q, th, tl = reduce_cody_waite(a)
         eps = mul_rn(a, CW_EPS)
@@ -345,7 +401,9 @@ def fast_sincos(a):
 
 # The rounding test (`bracket_err`) takes err >= 2 E + 2^-52 |l| for a true error E:
 CW_EPS = F64(2.0**-102)  # above 2 * pi/2 * 2^-104.6: twice the Cody-Waite error carried into the result
-REL_FAST = F64(2.0**-62)  # 2^-65 with a margin of 8 (twice the bound, 2^-52 |l| < 2^-104 |h|, its own rounding)
+# sin, cos: 2^-70 |h| >= 2 * 2^-73.7 |v| + 2^-52 |l| (|l| <= 2^-53 |h|) with a margin of 2^2.7, which covers
+# err's own rounding; tan: the quotient's 2 * 2^-73.7 + 2^-100 < 2^-72.7, a margin of 2^1.7.
+REL_FAST = F64(2.0**-70)
 TINY = F64(2.0**-27)
 ONE_AND_HALF = F64(1.5)
 INF64 = F64(np.inf)
@@ -361,11 +419,11 @@ def _decide(q, sh, sl, ch, cl, eps, which):
     odd = (q & 1) == 1
     if which == TAN:  # a constant: resolved at compile time
         h, l = dd_div_fast(ch if odd else sh, cl if odd else sl, sh if odd else ch, sl if odd else cl)
-        # The quotient's relative error is the sum of its parts' (2^-65 + E/|part|, E the
+        # The quotient's relative error is the sum of its parts' (2^-73.7 + E/|part|, E the
         # reduction's absolute error, eps = 2E) and the division's (2^-100).  With |C| >= 0.7071:
         # S/C: |h| E (1/|S| + 1/|C|) = E (1/|C| + |h|/|C|) <= 1.4143 E (1 + |h|);
         # C/S: |h| E (1/|C| + 1/|S|) = E (|h|/|C| + |h|^2/|C|) <= 1.4143 E |h| (1 + |h|).
-        # So err = 2^-62 |h| + 1.5 eps (1 + |h|) (times |h| for C/S) is at least twice that.
+        # So err = 2^-70 |h| + 1.5 eps (1 + |h|) (times |h| for C/S) is at least twice that.
         ah = fabs(h)
         t = mul_rn(mul_rn(eps, ONE_AND_HALF), add_rn(ONE, ah))
         err = fma_rn(ah, REL_FAST, mul_rn(t, ah) if odd else t)
@@ -456,6 +514,7 @@ def trig_fast64_cody_waite(x, which):
     `_special`, by selects.  |x| >= 2^20 (Payne-Hanek, loops over the bits of
     2/pi) is left undecided: `trig_f64` runs the whole fast path, then the
     accurate one, there."""
+    inline_into_callers()
     a = fabs(x)
     special = (x != x) | (a == INF64)
     tiny = a <= TINY
@@ -483,7 +542,7 @@ def trig_accurate64(x, which):
 @jitable
 def trig_f64(x, which):
     """sin, cos or tan (which = SIN, COS, TAN) of a double, correctly rounded:
-    the fast path (double-double, relative error 2^-65 plus the reduction's
+    the fast path (double-double, relative error 2^-73.7 plus the reduction's
     absolute error) and its rounding test; where that fails, the accurate path
     (Payne-Hanek, triple-double, < 2^-138) rounded once."""
     r, ok = trig_fast64(x, which)
