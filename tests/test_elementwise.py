@@ -258,3 +258,28 @@ def test_broadcast_shapes_matches_torch():
     assert any(outcomes) and not all(outcomes)  # both outcomes were exercised
     for pair in itertools.product([(), (1,), (0,), (2, 1), (1, 3)], repeat=2):
         check(pair)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("shapes", [((64, 70), (70,)), ((64, 70), (64, 1)), ((4, 6, 5, 7), (1, 6, 1, 1)),
+                                    ((4, 6, 5, 7), (6, 5, 1)), ((3, 5), ()), ((3, 5), (1, 1)),
+                                    ((4, 6, 5), (4, 1, 5)), ((2, 300, 200), (300, 1))])
+def test_broadcast_second_operand_read_in_place(op, shapes, dtype):
+    """A broadcast second operand is read in place on the CPU
+    (softrep.cpu.launch.broadcast_second) where its kept dims are consecutive;
+    the bits are those of the materialised operand, NaN canonical.  (4, 1, 5)
+    against (4, 6, 5) is not of that form and is materialised."""
+    from softrep.ops import elementwise as E
+
+    shape, small = shapes
+    gen = torch.Generator().manual_seed(len(shape) * 7 + len(small))
+    x = torch.randn(shape, generator=gen, dtype=dtype)
+    y = torch.randn(small, generator=gen, dtype=dtype)
+    x.view(-1)[0] = float("nan")
+    y.view(-1)[-1] = -0.0
+    got = getattr(softrep, op)(x, y)
+    want = getattr(softrep, op)(x, y.expand(shape).contiguous())
+    assert np.array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))
+    layout = E._broadcast_layout(torch.Size(shape), y)
+    assert (layout is None) == (shapes == ((4, 6, 5), (4, 1, 5)))

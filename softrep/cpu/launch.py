@@ -105,6 +105,55 @@ def _one_loop(f, nin):
     return njit(parallel=True, cache=True)(run)
 
 
+@functools.lru_cache(maxsize=None)
+def broadcast_second(f):
+    """Launchers of out = f(x, y) with y broadcast, the operands flat: out and x
+    hold (outer, period, inner) elements, y holds `period`, and element
+    (o, p, j) is f(x[(o, p, j)], y[p]).  `run(out, x, y, outer, period, inner)`
+    picks the loop: for inner = 1 (y repeats along the last dims: a bias, a
+    layer norm's weight) the loop over p vectorises, otherwise the loop over
+    j (y constant along them: a row's statistic, a channel's scale).  Each
+    element is f of the same two values as in the materialised launch, so
+    the split changes no bit.  Registered as `elementwise.<f>.broadcast_*`."""
+    # Each parallel loop calls a separately compiled row function: Numba's
+    # parfor lowering of a loop nested in a prange body keeps it from
+    # vectorising.
+    @njit(cache=True, error_model="numpy")
+    def periodic_row(out, x, y):
+        for p in range(out.size):
+            out[p] = canonical(f(x[p], y[p]))
+
+    @njit(cache=True, error_model="numpy")
+    def blocked_row(out, x, v):
+        for j in range(out.size):
+            out[j] = canonical(f(x[j], v))
+
+    def periodic(out, x, y, outer, period):
+        for o in prange(outer):
+            periodic_row(out[o * period:(o + 1) * period], x[o * period:(o + 1) * period], y)
+
+    def blocked(out, x, y, rows, period, inner):
+        for r in prange(rows):
+            blocked_row(out[r * inner:(r + 1) * inner], x[r * inner:(r + 1) * inner], y[r % period])
+
+    periodic = njit(parallel=True, cache=True, error_model="numpy")(periodic)
+    blocked = njit(parallel=True, cache=True, error_model="numpy")(blocked)
+    arrays = elementwise_signatures(f, 2)
+    kernels = (add(f"elementwise.{f.__name__}.broadcast_periodic", lambda: (periodic, tuple(a + (types.int64,) * 2
+                                                                                           for a in arrays))),
+               add(f"elementwise.{f.__name__}.broadcast_blocked", lambda: (blocked, tuple(a + (types.int64,) * 3
+                                                                                         for a in arrays))))
+
+    def run(out, x, y, outer, period, inner):
+        if inner == 1:
+            periodic(out, x, y, outer, period)
+        else:
+            blocked(out, x, y, outer * period, period, inner)
+
+    run.kernels = kernels
+    return run
+
+
 # --------------------------------------------------------------------------- the light path
 
 # Up to this many elements an elementwise launch runs on the calling thread

@@ -35,9 +35,26 @@ def launchers(scalar_kernel, nin):
     return cpu_launch.elementwise(scalar_kernel, nin), cuda_launch.elementwise(scalar_kernel, nin)
 
 
-def _apply(fn, kernel_launchers, names, tensors, out=None):
+def _broadcast_layout(shape, operand):
+    """(outer, period, inner) when `operand`'s shape, broadcast to `shape`, keeps
+    one run of consecutive dims (its elements in row-major order, `period` of
+    them) and repeats along the others: output element (o, p, j) reads its
+    element p.  None for other broadcasts (the operand is then materialised)."""
+    sizes = (1,) * (len(shape) - operand.dim()) + tuple(operand.shape)
+    kept = [d for d, size in enumerate(sizes) if size != 1]
+    if not kept:
+        return 1, 1, math.prod(shape)
+    first, last = kept[0], kept[-1]
+    if any(sizes[d] != shape[d] for d in range(first, last + 1)):
+        return None
+    return math.prod(shape[:first]), math.prod(shape[first:last + 1]), math.prod(shape[last + 1:])
+
+
+def _apply(fn, kernel_launchers, names, tensors, out=None, broadcast_run=None):
     """Run the launchers' kernel elementwise over broadcast `tensors`; no autograd.
-    With `out` (softrep.ops.outputs), the result goes there and `out` is returned."""
+    With `out` (softrep.ops.outputs), the result goes there and `out` is returned.
+    `broadcast_run` (softrep.cpu.launch.broadcast_second): the CPU launcher that
+    reads a broadcast second operand in place instead of materialising it."""
     shape = broadcast_shape(fn, names, tensors)
     first = tensors[0]
     target = None
@@ -48,6 +65,13 @@ def _apply(fn, kernel_launchers, names, tensors, out=None):
     if target is None:
         target = empty(shape, dtype=first.dtype, device=first.device)
     n = target.numel()
+    if n and broadcast_run is not None and len(tensors) == 2 and tensors[0].shape == shape \
+            and tensors[1].shape != shape and backend.on_cpu_launcher(target, *tensors):
+        layout = _broadcast_layout(shape, tensors[1])
+        if layout is not None:
+            x, y = (t.detach().contiguous().reshape(-1) for t in tensors)
+            backend.execute(broadcast_run, None, [target.view(-1)], [x, y], *layout, work=n)
+            n = 0  # done
     if n:
         flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
         cpu_run, cuda_run = kernel_launchers
@@ -198,11 +222,13 @@ class ElementwiseSpec:
     tensors: a function of the tensors that rounds each result once in their
     format (the backward is the same formula, made of the low-precision ops)."""
 
-    def __init__(self, name, arg_names, kernels, backward, low_forward=None):
+    def __init__(self, name, arg_names, kernels, backward, low_forward=None, broadcast=()):
         self.name = name
         self.arg_names = arg_names
         self.kernels = kernels  # rounding suffix -> scalar kernel
         self.launchers = {suffix: launchers(k, len(arg_names)) for suffix, k in kernels.items()}
+        # rounding suffix -> CPU launcher reading a broadcast second operand in place
+        self.broadcast_launchers = {suffix: cpu_launch.broadcast_second(kernels[suffix]) for suffix in broadcast}
         # rounding name -> CPU launcher, for the light path (`light`)
         self.light_launchers = {mode: self.launchers[suffix][0] for mode, suffix in SUFFIX.items()
                                 if suffix in self.launchers}
@@ -229,7 +255,8 @@ class ElementwiseSpec:
 
     def run(self, suffix, tensors):
         """The float32/float64 kernel on broadcast `tensors`, without autograd."""
-        return _apply(self.name, self.launchers[suffix], self.arg_names, tensors)
+        return _apply(self.name, self.launchers[suffix], self.arg_names, tensors,
+                      broadcast_run=self.broadcast_launchers.get(suffix))
 
 
 # ---------------------------------------------------------------------------- bfloat16 / float16
@@ -295,14 +322,15 @@ def _exact(kernel):
 # Backward formulas, from softrep ops rounded to nearest (documented in docs/primitives.md).
 SPECS = {
     "add": ElementwiseSpec("add", ("input", "other"), _kernels("add"), lambda g, out, x, y: (g, g),
-                           _low_arithmetic("add")),
+                           _low_arithmetic("add"), broadcast=("rn",)),
     "sub": ElementwiseSpec("sub", ("input", "other"), _kernels("sub"), lambda g, out, x, y: (g, neg(g)),
-                           _low_arithmetic("sub")),
+                           _low_arithmetic("sub"), broadcast=("rn",)),
     "mul": ElementwiseSpec("mul", ("input", "other"), _kernels("mul"),
-                 lambda g, out, x, y: (mul(g, y), mul(g, x)), _low_arithmetic("mul")),
+                 lambda g, out, x, y: (mul(g, y), mul(g, x)), _low_arithmetic("mul"), broadcast=("rn",)),
     # d(x/y)/dy = -(x/y)/y: reuses the forward quotient rather than x/y**2
     "div": ElementwiseSpec("div", ("input", "other"), _kernels("div"),
-                 lambda g, out, x, y: (div(g, y), neg(div(mul(g, out), y))), _low_arithmetic("div")),
+                 lambda g, out, x, y: (div(g, y), neg(div(mul(g, out), y))), _low_arithmetic("div"),
+                 broadcast=("rn",)),
     "fma": ElementwiseSpec("fma", ("x", "y", "z"), _kernels("fma"),
                  lambda g, out, x, y, z: (mul(g, y), mul(g, x), g), _low_arithmetic("fma")),
     "sqrt": ElementwiseSpec("sqrt", ("input",), _kernels("sqrt"),
