@@ -52,6 +52,10 @@ SIN_COEFFS = coefficient_tuple(SIN_HALFPI)
 COS_COEFFS = coefficient_tuple(COS_HALFPI)
 LIMBS = np.array(TWO_OVER_PI_LIMBS, dtype=np.uint32)  # rows: e = -24 .. 104
 _LAST_ROW = LIMBS.shape[0] - 1
+# The same limbs as 64-bit words: (limb 0 + limb 1 2^32, limb 2 + limb 3 2^32, limb 4).
+LIMB_PAIRS = np.stack([LIMBS[:, 0].astype(np.uint64) | (LIMBS[:, 1].astype(np.uint64) << np.uint64(32)),
+                       LIMBS[:, 2].astype(np.uint64) | (LIMBS[:, 3].astype(np.uint64) << np.uint64(32)),
+                       LIMBS[:, 4].astype(np.uint64)], axis=1)
 
 HALF_F32 = np.float32(0.5)
 _M32 = np.uint64(0xFFFFFFFF)
@@ -88,15 +92,19 @@ def reduce_quadrant(a):
     m = np.uint64((u & _MANT) | _HIDDEN)
     # 24-bit m times 32-bit limbs: both widened from 32 bits, so the vector
     # code multiplies 32 x 32 -> 64 bits (vpmuludq) instead of 64 x 64.
-    p = m * np.uint64(LIMBS[row, 0])
+    # The limbs are read in pairs (LIMB_PAIRS): three 64-bit loads of the row
+    # instead of five 32-bit ones (one gather each in the vector code).
+    w01 = LIMB_PAIRS[row, 0]
+    w23 = LIMB_PAIRS[row, 1]
+    p = m * (w01 & _M32)
     l0 = p & _M32
-    p = m * np.uint64(LIMBS[row, 1]) + (p >> _S32)
+    p = m * (w01 >> _S32) + (p >> _S32)
     l1 = p & _M32
-    p = m * np.uint64(LIMBS[row, 2]) + (p >> _S32)
+    p = m * (w23 & _M32) + (p >> _S32)
     l2 = p & _M32
-    p = m * np.uint64(LIMBS[row, 3]) + (p >> _S32)
+    p = m * (w23 >> _S32) + (p >> _S32)
     l3 = p & _M32
-    p = m * np.uint64(LIMBS[row, 4]) + (p >> _S32)
+    p = m * LIMB_PAIRS[row, 2] + (p >> _S32)
     q = np.int64(p & _THREE)
     negative = l3 >= _HALF_LIMB
     # 2^128 - (l3 l2 l1 l0): complement every limb, add one with carries
