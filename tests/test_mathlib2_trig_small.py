@@ -165,3 +165,32 @@ def test_simulator_matches_cpu_across_the_limit(monkeypatch):
         monkeypatch.setenv("SOFTREP_BACKEND", "cpu")
         cpu = FUNCTIONS[name].op(t)
         assert torch.equal(sim.view(torch.int32), cpu.view(torch.int32)), name
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_three_step_launch_matches_mpfr(name):
+    """The CPU launcher runs the Cody-Waite fast path, then, in chunks it left
+    undecided, the exact reduction's window, then the table: on a mixture of
+    small and large arguments across several chunks every result is MPFR's."""
+    import torch
+
+    from softrep.cpu.launch import CHUNK
+    from softrep.ops.math import FUNCTIONS
+
+    assert FUNCTIONS[name].kernel.decided_fast2 is not None
+    rng = np.random.Generator(np.random.PCG64(7))
+    n = 3 * CHUNK + 17
+    xs = rng.uniform(-10, 10, n).astype(np.float32)
+    big = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    # per chunk, the share of arbitrary bit patterns: none, 0.1 %, half, all
+    share = np.array([0.0, 0.001, 0.5, 1.0]).repeat(CHUNK)[:n]
+    xs = np.where(rng.random(n) < share, big, xs).astype(np.float32)
+    got = FUNCTIONS[name].op(torch.from_numpy(xs)).numpy()
+    fn = getattr(gmpy2, name)
+    with gmpy2.context(gmpy2.ieee(32)):
+        for x, r in zip(xs, got):
+            if np.isnan(x) or np.isinf(x):
+                assert np.isnan(r)
+                continue
+            expected = np.float32(float(fn(gmpy2.mpfr(float(x)))))
+            assert r.view(np.uint32) == expected.view(np.uint32), x
