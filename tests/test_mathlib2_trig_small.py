@@ -34,6 +34,7 @@ def test_cody_waite_constants():
     tp = _two_over_pi()
     with gmpy2.context(gmpy2.get_context(), precision=PREC):
         assert _significant_bits(T.CW1) <= 29 and _significant_bits(T.CW2) <= 29
+        assert tp - gmpy2.mpfr(float(T.CW1)) < 0  # CW2 + CW3 + delta < 0: a CW1 > a 2/pi
         rest = tp - gmpy2.mpfr(float(T.CW1)) - gmpy2.mpfr(float(T.CW2))
         assert float(T.CW3) == float(rest)  # float() rounds to nearest
         delta = rest - gmpy2.mpfr(float(T.CW3))

@@ -155,9 +155,11 @@ def reduce_quadrant_small(a):
     mod 4 its quadrant: k < 2^20 converts to int32 exactly).  For a < 1/2,
     a 2/pi < 0.32 and k = 0.
 
-    p1 = a CW1 is exact (24 + 29 bits) and below 2^20; t1 = p1 - k is exact
-    (|t1| <= |T| + a |CW2 + CW3 + delta| < 1: a multiple of ulp(p1) of at
-    most 53 bits; for p1 in [1/2, 1) and k = 1 by Sterbenz).  t2 =
+    p1 = a CW1 is exact (24 + 29 bits) and below 2^20; t1 = p1 - k is exact:
+    |t1| <= |T| + a |CW2 + CW3 + delta| <= 1/2 + 2^-11 < 1, so for p1 >= 1
+    it is a multiple of ulp(p1) of at most 53 bits; CW2 + CW3 + delta < 0
+    gives p1 > a 2/pi, so k = 0 (t1 = p1) wherever p1 < 1/2, and k = 1 for
+    p1 in [1/2, 1) is exact by Sterbenz.  t2 =
     fma(a, CW2, t1) and t = fma(a, CW3, t2) round once each, the products
     inside exact.  With T = t1 + a CW2 + a CW3 + a delta and u = t1 + a CW2:
         t - T = u e1 (1 + e2) + (u + a CW3) e2 - a delta,  |e1|, |e2| <= 2^-53.
