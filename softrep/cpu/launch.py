@@ -73,8 +73,9 @@ def elementwise(f, nin):
         raise ValueError(f"elementwise kernels take 1 to 3 inputs, got nin={nin}")
     fast = getattr(f, "decided_fast", None)
     fast64 = getattr(f, "decided_fast64", None)
+    fast2 = getattr(f, "decided_fast2", None) if nin == 1 else None
     if nin in (1, 2) and (fast is not None or fast64 is not None):
-        return _decided_first(f, nin, fast, fast64)
+        return _decided_first(f, nin, fast, fast64, fast2)
     run = _one_loop(f, nin)
     signatures = elementwise_signatures(f, nin)
     run.kernels = (add(f"elementwise.{f.__name__}", lambda: (run, signatures)),)
@@ -302,7 +303,7 @@ def prefer_host_vectors(typingctx):
     return types.none(), codegen
 
 
-def _decided_chunk(f, fast, marker, nin=1):
+def _decided_chunk(f, fast, marker, nin=1, fast2=None):
     """`chunk(out, x, lo, hi)` (nin = 2: `chunk(out, x, y, lo, hi)`) of the
     decided-first launcher for one dtype: `fast` over [lo, hi), undecided
     elements marked in `out` itself by the dtype's `marker` bits (a NaN
@@ -312,9 +313,35 @@ def _decided_chunk(f, fast, marker, nin=1):
     Compiled on its own (Numba does not vectorise a loop nested in a prange
     body), with unsigned indices (a signed one gets negative-index wraparound
     code on every access) and the numpy error model (Python's guards integer
-    divisions with a branch); either stopped the vectoriser."""
+    divisions with a branch); either stopped the vectoriser.
 
-    if nin == 1:
+    With `fast2` (one input; `f` is "fast, else fast2, else the accurate
+    path"), a chunk with undecided elements first runs `fast2`, branch-free
+    too, over the whole chunk, keeping its result where the element is
+    marked and `fast2` decides, and `f` then runs where it did not."""
+
+    if nin == 1 and fast2 is not None:
+
+        def chunk(out, x, lo, hi):
+            prefer_host_vectors()
+            undecided = np.uint32(0)
+            for i in range(np.uint64(lo), np.uint64(hi)):
+                r, ok = fast(x[i])
+                out[i] = canonical(r) if ok else bitcast(marker)
+                undecided |= np.uint32(0) if ok else np.uint32(1)
+            if undecided:
+                undecided = np.uint32(0)
+                for i in range(np.uint64(lo), np.uint64(hi)):
+                    marked = bitcast(out[i]) == marker
+                    r, ok = fast2(x[i])
+                    out[i] = canonical(r) if marked and ok else out[i]
+                    undecided |= np.uint32(1) if marked and not ok else np.uint32(0)
+            if undecided:
+                for i in range(np.uint64(lo), np.uint64(hi)):
+                    if bitcast(out[i]) == marker:
+                        out[i] = canonical(f(x[i]))
+
+    elif nin == 1:
 
         def chunk(out, x, lo, hi):
             prefer_host_vectors()
@@ -366,7 +393,7 @@ def _chunked(chunk, nin=1):
 
 
 @functools.lru_cache(maxsize=None)
-def _decided_first(f, nin, fast, fast64=None):
+def _decided_first(f, nin, fast, fast64=None, fast2=None):
     """Launcher for a kernel `f` of `nin` (1 or 2) inputs whose float32 version
     has a companion `fast(*x) -> (f(*x), True)`, or `(anything, False)` where
     it cannot decide (and/or whose float64 version has such a companion
@@ -376,13 +403,15 @@ def _decided_first(f, nin, fast, fast64=None):
     the math functions: a handful of chunks) is walked again, while it is
     still in cache, computing `f` there.  So out[i] = f(x[i]) for every i,
     exactly as the one-loop launcher computes it (`f` returns `fast`'s result
-    whenever `fast` decides: softrep/math/__init__.py).  A dtype without a
-    companion takes the one-loop path."""
+    whenever `fast` decides: softrep/math/__init__.py).  A float32 kernel
+    with a second step `fast2` (one input) runs it over such a chunk
+    before `f` (`_decided_chunk`).  A dtype without a companion takes the
+    one-loop path."""
     one_loop = _one_loop(f, nin)
     chunks = {}
     two_loops = two_loops64 = None
     if fast is not None:
-        chunks[np.dtype(np.float32)] = _decided_chunk(f, fast, UNDECIDED_BITS, nin)
+        chunks[np.dtype(np.float32)] = _decided_chunk(f, fast, UNDECIDED_BITS, nin, fast2)
         two_loops = _chunked(chunks[np.dtype(np.float32)], nin)
     if fast64 is not None:
         chunks[np.dtype(np.float64)] = _decided_chunk(f, fast64, UNDECIDED_BITS64, nin)

@@ -164,6 +164,10 @@ def _define(name, grad, arg_names=("input",)):
         # where it did not decide (softrep/cpu/launch.py); `f32` is `fast`
         # followed by the accurate path, so the bits are f32's.
         kernel.decided_fast = k.fast
+    if k.fast2 is not None:
+        # ... and, where `fast` left some undecided, `fast2` over the chunk
+        # before `f32`: `f32` is `fast`, else `fast2`, else the accurate path.
+        kernel.decided_fast2 = k.fast2
     if k.f64_fast is not None:
         # The same for float64 launches (one or two inputs): `f64` is
         # `f64_fast` followed by the accurate path(s).

@@ -10,6 +10,10 @@ Each module `<name>.py` holds
   (anything, False) otherwise; `<name>_f32` is exactly "fast, else the
   accurate path", which lets the CPU launcher run it as a vectorisable first
   loop;
+* optionally `<name>_window(x)` (`fast2`), a second branch-free step of the
+  same form, for one input: `<name>_f32` is then "fast, else window, else
+  the accurate path", and the CPU launcher runs it as a vectorisable second
+  loop over chunks that the first left undecided;
 * optionally `<name>_f64(x)`: the float64 version, correctly rounded
   (scheme: multiword.py), and `<name>_fast64(x)`, its double-double fast path
   alone, returning (result, True) when the rounding test decides and
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 
 from .atan import atan_f32, atan_f64, atan_fast64
 from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
-from .cos import cos_f32, cos_f64, cos_fast, cos_fast64
+from .cos import cos_f32, cos_f64, cos_fast, cos_fast64, cos_window
 from .cosh import cosh_f32, cosh_f64, cosh_fast64
 from .erf import erf_f32, erf_f64, erf_fast, erf_fast64
 from .erfc import erfc_f32, erfc_f64, erfc_fast64
@@ -40,7 +44,7 @@ from .log2 import log2_f32, log2_f64, log2_fast64
 from .pow import pow_f32, pow_f64, pow_fast64
 from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
-from .sin import sin_f32, sin_f64, sin_fast, sin_fast64
+from .sin import sin_f32, sin_f64, sin_fast, sin_fast64, sin_window
 from .sinh import sinh_f32, sinh_f64, sinh_fast64
 from .tan import tan_f32, tan_f64, tan_fast64
 from .tanh import tanh_f32, tanh_f64, tanh_fast, tanh_fast64
@@ -48,7 +52,7 @@ from .tanh import tanh_f32, tanh_f64, tanh_fast, tanh_fast64
 
 @dataclass(frozen=True)
 class MathKernel:
-    """The scalar kernels of one function.  `f64`, `fast` and `f64_fast` are None where absent."""
+    """The scalar kernels of one function.  `f64`, `fast`, `f64_fast` and `fast2` are None where absent."""
 
     name: str
     arity: int
@@ -56,12 +60,13 @@ class MathKernel:
     f64: object = None
     fast: object = None
     f64_fast: object = None
+    fast2: object = None
 
 
 KERNELS = {k.name: k for k in (
     MathKernel("atan", 1, atan_f32, atan_f64, None, atan_fast64),
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
-    MathKernel("cos", 1, cos_f32, cos_f64, cos_fast, cos_fast64),
+    MathKernel("cos", 1, cos_f32, cos_f64, cos_fast, cos_fast64, cos_window),
     MathKernel("cosh", 1, cosh_f32, cosh_f64, None, cosh_fast64),
     MathKernel("erf", 1, erf_f32, erf_f64, erf_fast, erf_fast64),
     MathKernel("erfc", 1, erfc_f32, erfc_f64, None, erfc_fast64),
@@ -77,7 +82,7 @@ KERNELS = {k.name: k for k in (
     MathKernel("pow", 2, pow_f32, pow_f64, None, pow_fast64),
     MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, None, rsqrt_fast64),
     MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64),
-    MathKernel("sin", 1, sin_f32, sin_f64, sin_fast, sin_fast64),
+    MathKernel("sin", 1, sin_f32, sin_f64, sin_fast, sin_fast64, sin_window),
     MathKernel("sinh", 1, sinh_f32, sinh_f64, None, sinh_fast64),
     MathKernel("tan", 1, tan_f32, tan_f64, None, tan_fast64),
     MathKernel("tanh", 1, tanh_f32, tanh_f64, tanh_fast, tanh_fast64),

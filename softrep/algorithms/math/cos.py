@@ -7,6 +7,9 @@ every float32), cos(a) = cos(pi t/2), -sin(pi t/2), -cos(pi t/2), sin(pi t/2)
 for q = 0, 1, 2, 3; relative error < 2^-50.1 (argued in _trig).
 Accurate path: the table below (every input whose fast result cannot be
 rounded safely, with its MPFR value).
+For |x| < 2^20 a Cody-Waite reduction is tried first (`cos_fast`), with the
+same kernels and the same bound; where its rounding test fails, and for
+larger |x|, the exact reduction and the table decide (`cos_window`).
 """
 
 import numpy as np
@@ -15,11 +18,12 @@ from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import bitcast, jitable, negate
 from .core import abs32
 from .exception_tables import decide, exception_arrays, lookup_exception
-from .trig_reduction import cos_halfpi, reduce_quadrant, sin_halfpi
+from .trig_reduction import CW_LIMIT_F32, cos_halfpi, reduce_quadrant, reduce_quadrant_small, sin_halfpi
 from .trig64 import COS, trig_f64, trig_fast64_cody_waite
 
 NAN32 = np.float32(np.nan)
 INF32 = np.float32(np.inf)
+ZERO_F32 = np.float32(0.0)
 
 # BEGIN GENERATED EXCEPTIONS (python -m softrep.algorithms.math.exception_tables scan cos): (bits of |x|, bits of cos|x|)
 COS_EXCEPTIONS = (
@@ -151,22 +155,29 @@ COS_EXCEPTIONS = (
 _KEYS, _VALUES = exception_arrays(COS_EXCEPTIONS)
 
 @jitable
-def cos_approx(a):
-    """cos(a) in double for a finite float32 a >= 0, relative error < 2^-50.1.
-    Branch-free (both polynomials are evaluated and one selected: the same
-    value as a branch); inf and NaN give some finite value."""
+def cos_of_quadrant(q, t):
+    """cos(a) from a * 2/pi = 4n + q + t: cos(pi t/2), -sin(pi t/2), -cos(pi t/2),
+    sin(pi t/2) for q = 0, 1, 2, 3.  Branch-free (both polynomials are
+    evaluated and one selected: the same value as a branch)."""
     inline_into_callers()
-    q, t = reduce_quadrant(a)
     s = sin_halfpi(t)
     c = cos_halfpi(t)
     c = s if q & 1 else c
     return negate(c) if q == 1 or q == 2 else c
 
 @jitable
-def cos_fast(x):
-    """(cos(x) correctly rounded, True), or (the float32 nearest the double
-    approximation, False) where the rounding test cannot decide.  Branch-free:
-    vectorises in the CPU's decided-first loop."""
+def cos_approx(a):
+    """cos(a) in double for a finite float32 a >= 0, relative error < 2^-50.1.
+    Branch-free; inf and NaN give some finite value."""
+    inline_into_callers()
+    q, t = reduce_quadrant(a)
+    return cos_of_quadrant(q, t)
+
+@jitable
+def cos_window(x):
+    """(cos(x) correctly rounded, True), or (the float32 nearest cos_approx,
+    False) where the rounding test cannot decide: the inputs of the table
+    above."""
     inline_into_callers()
     a = abs32(x)
     special = x != x or a == INF32
@@ -174,8 +185,28 @@ def cos_fast(x):
     return (NAN32 if special else r), ok or special
 
 @jitable
+def cos_fast(x):
+    """(cos(x) correctly rounded, True), or (anything, False): for |x| < 2^20
+    the rounding test on cos_of_quadrant after the Cody-Waite reduction
+    (trig_reduction.reduce_quadrant_small: the same q, and t within the
+    2^-51.4 the kernels' bound takes, so the approximation is again within
+    2^-50.1 and the window decides correctly); NaN and infinities give NaN;
+    |x| >= 2^20 is left undecided.  Branch-free: vectorises in the CPU's
+    decided-first loop."""
+    inline_into_callers()
+    a = abs32(x)
+    special = x != x or a == INF32
+    small = a < CW_LIMIT_F32
+    q, t = reduce_quadrant_small(a if small else ZERO_F32)
+    r, ok = decide(cos_of_quadrant(q, t))
+    return (NAN32 if special else r), (ok and small) or special
+
+@jitable
 def cos_f32(x):
     r, ok = cos_fast(x)
+    if ok:
+        return r
+    r, ok = cos_window(x)
     if ok:
         return r
     return lookup_exception(_KEYS, _VALUES, bitcast(abs32(x)), r)

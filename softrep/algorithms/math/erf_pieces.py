@@ -30,6 +30,7 @@ PIECES_PER_UNIT = F64(4.0)
 MID_FIRST = F64(0.625)
 PIECE_WIDTH = F64(0.25)
 HALF_F32 = np.float32(0.5)
+PIECE_LAST = np.int32(38)
 
 
 @jitable
@@ -44,11 +45,13 @@ def erfc_mid(a):
     """erfc(a) for a float32 1/2 < a <= 10.25, relative error < 2^-49.9."""
     inline_into_callers()
     ad = F64(a)
-    j = np.int64(mul_rn(sub_rn(ad, PIECE_START), PIECES_PER_UNIT))
-    if j > 38:
-        j = 38
+    # The piece index (a - 1/2) * 4 is exact and lies in [0, 39]: its integer
+    # part fits int32, and, being nonnegative, indexes the columns as an
+    # unsigned integer (a signed index gets negative-index wraparound code).
+    j = np.int32(mul_rn(sub_rn(ad, PIECE_START), PIECES_PER_UNIT))
+    j = PIECE_LAST if j > PIECE_LAST else j
     d = sub_rn(ad, mul_rn(F64(j), PIECE_WIDTH))
     d = sub_rn(d, MID_FIRST)
-    r = horner_columns(ERFCX, j, d)
+    r = horner_columns(ERFCX, np.uint32(j), d)
     e = exp_core(negate(mul_rn(ad, ad)), ZERO)
     return mul_rn(e, r)

@@ -42,7 +42,7 @@ tightest; the exhaustive verifier confirms every input).
 import numpy as np
 
 from ...primitives.jit import inline_into_callers
-from ...primitives.rounding import add_rn, bitcast, jitable, mul_rn, negate
+from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
 from .exception_tables import coefficient_tuple, horner
 from .coefficients import COS_HALFPI, SIN_HALFPI, TWO_OVER_PI, TWO_OVER_PI_LIMBS
 
@@ -52,6 +52,10 @@ SIN_COEFFS = coefficient_tuple(SIN_HALFPI)
 COS_COEFFS = coefficient_tuple(COS_HALFPI)
 LIMBS = np.array(TWO_OVER_PI_LIMBS, dtype=np.uint32)  # rows: e = -24 .. 104
 _LAST_ROW = LIMBS.shape[0] - 1
+# The same limbs as 64-bit words: (limb 0 + limb 1 2^32, limb 2 + limb 3 2^32, limb 4).
+LIMB_PAIRS = np.stack([LIMBS[:, 0].astype(np.uint64) | (LIMBS[:, 1].astype(np.uint64) << np.uint64(32)),
+                       LIMBS[:, 2].astype(np.uint64) | (LIMBS[:, 3].astype(np.uint64) << np.uint64(32)),
+                       LIMBS[:, 4].astype(np.uint64)], axis=1)
 
 HALF_F32 = np.float32(0.5)
 _M32 = np.uint64(0xFFFFFFFF)
@@ -88,15 +92,19 @@ def reduce_quadrant(a):
     m = np.uint64((u & _MANT) | _HIDDEN)
     # 24-bit m times 32-bit limbs: both widened from 32 bits, so the vector
     # code multiplies 32 x 32 -> 64 bits (vpmuludq) instead of 64 x 64.
-    p = m * np.uint64(LIMBS[row, 0])
+    # The limbs are read in pairs (LIMB_PAIRS): three 64-bit loads of the row
+    # instead of five 32-bit ones (one gather each in the vector code).
+    w01 = LIMB_PAIRS[row, 0]
+    w23 = LIMB_PAIRS[row, 1]
+    p = m * (w01 & _M32)
     l0 = p & _M32
-    p = m * np.uint64(LIMBS[row, 1]) + (p >> _S32)
+    p = m * (w01 >> _S32) + (p >> _S32)
     l1 = p & _M32
-    p = m * np.uint64(LIMBS[row, 2]) + (p >> _S32)
+    p = m * (w23 & _M32) + (p >> _S32)
     l2 = p & _M32
-    p = m * np.uint64(LIMBS[row, 3]) + (p >> _S32)
+    p = m * (w23 >> _S32) + (p >> _S32)
     l3 = p & _M32
-    p = m * np.uint64(LIMBS[row, 4]) + (p >> _S32)
+    p = m * LIMB_PAIRS[row, 2] + (p >> _S32)
     q = np.int64(p & _THREE)
     negative = l3 >= _HALF_LIMB
     # 2^128 - (l3 l2 l1 l0): complement every limb, add one with carries
@@ -117,6 +125,57 @@ def reduce_quadrant(a):
     q = 0 if small else q
     t = mul_rn(F64(a), TWO_OVER_PI_D) if small else t
     return q, t
+
+# Cody-Waite reduction for a < 2^20 (`reduce_quadrant_small`): 2/pi = CW1 + CW2
+# + CW3 + delta with CW1 and CW2 of at most 29 significant bits, CW3 =
+# RN(2/pi - CW1 - CW2) and |delta| < 2^-115 (tests/test_mathlib2.py checks
+# all three against MPFR).
+CW_LIMIT_F32 = np.float32(2.0**20)
+CW1 = F64(float.fromhex("0x1.45f306ep-1"))
+CW2 = F64(float.fromhex("-0x1.b1bbeadp-32"))
+CW3 = F64(float.fromhex("-0x1.80f62a0b82b2dp-62"))
+_SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52: RN(z + _SHIFT) - _SHIFT rounds z to an integer (|z| < 2^51)
+_Q_MASK = np.int32(3)
+
+
+@jitable
+def reduce_quadrant_small(a):
+    """(q, t) with a * 2/pi = 4n + q + t, q in 0..3, |t| < 1/2, for a float32
+    0 <= a < 2^20: the q and t of reduce_quadrant's exact reduction, t with
+    relative error < 2^-51.9 (reduce_quadrant proves 2^-51.4, the bound the
+    kernels' analysis takes).
+
+    k = RN(a RN(2/pi) + 1.5 * 2^52) - 1.5 * 2^52 is the integer nearest to
+    a RN(2/pi) (the product exact inside the fma), which lies within
+    2^20 2^-55 = 2^-35 of a 2/pi.  For a >= 1/2, 2a is a float32 >= 1/2, so
+    2a 2/pi is at least 2^-29.8 from every integer (module docstring: the
+    smallest |t| over every float32 >= 1/2), i.e. a 2/pi is at least 2^-30.8
+    from every half-integer: k is the integer nearest to a 2/pi, and T =
+    a 2/pi - k, |T| <= 1/2 - 2^-30.8, is reduce_quadrant's exact t (q = k
+    mod 4 its quadrant: k < 2^20 converts to int32 exactly).  For a < 1/2,
+    a 2/pi < 0.32 and k = 0.
+
+    p1 = a CW1 is exact (24 + 29 bits) and below 2^20; t1 = p1 - k is exact:
+    |t1| <= |T| + a |CW2 + CW3 + delta| <= 1/2 + 2^-11 < 1, so for p1 >= 1
+    it is a multiple of ulp(p1) of at most 53 bits; CW2 + CW3 + delta < 0
+    gives p1 > a 2/pi, so k = 0 (t1 = p1) wherever p1 < 1/2, and k = 1 for
+    p1 in [1/2, 1) is exact by Sterbenz.  t2 =
+    fma(a, CW2, t1) and t = fma(a, CW3, t2) round once each, the products
+    inside exact.  With T = t1 + a CW2 + a CW3 + a delta and u = t1 + a CW2:
+        t - T = u e1 (1 + e2) + (u + a CW3) e2 - a delta,  |e1|, |e2| <= 2^-53.
+    For a >= 1/2, |T| >= 2^-29.8 while |a CW3| < 2^20 2^-61.4 = 2^-41.4, so
+    |u| and |u + a CW3| are below (1 + 2^-11) |T|, and a |delta| < 2^-95 <
+    2^-65 |T|: |t - T| < (2^-52 (1 + 2^-11) + 2^-105 + 2^-65) |T| < 2^-51.9 |T|.
+    For a < 1/2, T = a 2/pi >= 0.63 a, |a CW3| < 2^-60 |T| and a |delta|
+    < 2^-114 |T|: the same bound.  No product underflows (a >= 2^-149)."""
+    inline_into_callers()
+    ad = F64(a)
+    k = sub_rn(fma_rn(ad, TWO_OVER_PI_D, _SHIFT), _SHIFT)
+    t = sub_rn(mul_rn(ad, CW1), k)
+    t = fma_rn(ad, CW2, t)
+    t = fma_rn(ad, CW3, t)
+    return np.int32(k) & _Q_MASK, t
+
 
 @jitable
 def sin_halfpi(t):
