@@ -283,3 +283,15 @@ def test_broadcast_second_operand_read_in_place(op, shapes, dtype):
     assert np.array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))
     layout = E._broadcast_layout(torch.Size(shape), y)
     assert (layout is None) == (shapes == ((4, 6, 5), (4, 1, 5)))
+
+
+@pytest.mark.parametrize("op", ["add", "div"])
+def test_broadcast_second_operand_read_in_place_with_out(op):
+    """out= takes the same in-place read of a broadcast operand: the bits of the
+    materialised operand."""
+    gen = torch.Generator().manual_seed(11)
+    x, y = torch.randn(64, 70, generator=gen), torch.randn(64, 1, generator=gen)
+    out = torch.empty(64, 70)
+    assert getattr(softrep, op)(x, y, out=out) is out
+    want = getattr(softrep, op)(x, y.expand(64, 70).contiguous())
+    assert np.array_equal(out.numpy().view(np.uint8), want.numpy().view(np.uint8))

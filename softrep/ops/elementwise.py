@@ -65,14 +65,14 @@ def _apply(fn, kernel_launchers, names, tensors, out=None, broadcast_run=None):
     if target is None:
         target = empty(shape, dtype=first.dtype, device=first.device)
     n = target.numel()
+    layout = None
     if n and broadcast_run is not None and len(tensors) == 2 and tensors[0].shape == shape \
             and tensors[1].shape != shape and backend.on_cpu_launcher(target, *tensors):
         layout = _broadcast_layout(shape, tensors[1])
-        if layout is not None:
-            x, y = (t.detach().contiguous().reshape(-1) for t in tensors)
-            backend.execute(broadcast_run, None, [target.view(-1)], [x, y], *layout, work=n)
-            n = 0  # done
-    if n:
+    if layout is not None:
+        x, y = (t.detach().contiguous().reshape(-1) for t in tensors)
+        backend.execute(broadcast_run, None, [target.view(-1)], [x, y], *layout, work=n)
+    elif n:
         flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
         cpu_run, cuda_run = kernel_launchers
         dtype = backend.cpu_dtype([target, *flat]) if n <= cpu_run.serial_max else None
@@ -85,10 +85,10 @@ def _apply(fn, kernel_launchers, names, tensors, out=None, broadcast_run=None):
     return target if out is None else out
 
 
-def apply_into(fn, kernel_launchers, names, tensors, out):
+def apply_into(fn, kernel_launchers, names, tensors, out, broadcast_run=None):
     """The op on checked `tensors` written into `out` (torch's out= semantics,
     softrep.ops.outputs); no autograd."""
-    return _apply(fn, kernel_launchers, names, tensors, out)
+    return _apply(fn, kernel_launchers, names, tensors, out, broadcast_run)
 
 
 _FINITE_MAX = {torch.float32: float(torch.finfo(torch.float32).max), torch.float64: float("inf")}
@@ -251,7 +251,8 @@ class ElementwiseSpec:
             result = self.apply(suffix, [t.detach() for t in tensors])
             outputs.prepare(self.name, out, result.shape, result.dtype, result.device, tensors)
             return out.copy_(result)
-        return apply_into(self.name, self.launchers[suffix], self.arg_names, tensors, out)
+        return apply_into(self.name, self.launchers[suffix], self.arg_names, tensors, out,
+                          self.broadcast_launchers.get(suffix))
 
     def run(self, suffix, tensors):
         """The float32/float64 kernel on broadcast `tensors`, without autograd."""

@@ -128,7 +128,7 @@ def reduce_quadrant(a):
 
 # Cody-Waite reduction for a < 2^20 (`reduce_quadrant_small`): 2/pi = CW1 + CW2
 # + CW3 + delta with CW1 and CW2 of at most 29 significant bits, CW3 =
-# RN(2/pi - CW1 - CW2) and |delta| < 2^-115 (tests/test_mathlib2.py checks
+# RN(2/pi - CW1 - CW2) and |delta| < 2^-115 (tests/test_mathlib2_trig_small.py checks
 # all three against MPFR).
 CW_LIMIT_F32 = np.float32(2.0**20)
 CW1 = F64(float.fromhex("0x1.45f306ep-1"))
