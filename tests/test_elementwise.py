@@ -283,6 +283,12 @@ def test_broadcast_second_operand_read_in_place(op, shapes, dtype):
     assert np.array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))
     layout = E._broadcast_layout(torch.Size(shape), y)
     assert (layout is None) == (shapes == ((4, 6, 5), (4, 1, 5)))
+    # an already expanded view (stride 0) takes the same read, same bits
+    expanded = y.expand(shape)
+    got = getattr(softrep, op)(x, expanded)
+    assert np.array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))
+    if len(small) == len(shape):
+        assert E._compact(expanded).shape == y.shape
 
 
 @pytest.mark.parametrize("op", ["add", "div"])

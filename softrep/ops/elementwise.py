@@ -50,6 +50,14 @@ def _broadcast_layout(shape, operand):
     return math.prod(shape[:first]), math.prod(shape[first:last + 1]), math.prod(shape[last + 1:])
 
 
+def _compact(t):
+    """t without its broadcast: every dim of stride 0 (an expanded view) narrowed
+    to one element.  The same values at every index of the broadcast shape."""
+    if all(s != 0 or n == 1 for s, n in zip(t.stride(), t.shape)):
+        return t
+    return t[tuple(slice(0, 1) if s == 0 else slice(None) for s in t.stride())]
+
+
 def _apply(fn, kernel_launchers, names, tensors, out=None, broadcast_run=None):
     """Run the launchers' kernel elementwise over broadcast `tensors`; no autograd.
     With `out` (softrep.ops.outputs), the result goes there and `out` is returned.
@@ -67,10 +75,12 @@ def _apply(fn, kernel_launchers, names, tensors, out=None, broadcast_run=None):
     n = target.numel()
     layout = None
     if n and broadcast_run is not None and len(tensors) == 2 and tensors[0].shape == shape \
-            and tensors[1].shape != shape and backend.on_cpu_launcher(target, *tensors):
-        layout = _broadcast_layout(shape, tensors[1])
+            and backend.on_cpu_launcher(target, *tensors):
+        second = _compact(tensors[1])
+        if second.shape != shape:
+            layout = _broadcast_layout(shape, second)
     if layout is not None:
-        x, y = (t.detach().contiguous().reshape(-1) for t in tensors)
+        x, y = tensors[0].detach().contiguous().reshape(-1), second.detach().contiguous().reshape(-1)
         backend.execute(broadcast_run, None, [target.view(-1)], [x, y], *layout, work=n)
     elif n:
         flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
