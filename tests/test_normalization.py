@@ -351,6 +351,49 @@ def test_row_norms_fused_passes_equal_separate_ops(dtype, name, shape):
     assert same_bits(gx_fused, gx_separate)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(19, 64), (4, 6, 5), (3, 2, 130), (8, 1), (5,)])
+@pytest.mark.parametrize("name, params", [("layer_norm", "weight and bias"), ("layer_norm", "weight"),
+                                          ("layer_norm", "bias"), ("layer_norm", "none"),
+                                          ("rms_norm", "weight"), ("rms_norm", "none")])
+def test_affine_norms_fused_equal_separate_ops(dtype, name, shape, params):
+    """layer_norm and rms_norm run normalisation and affine map in one row pass
+    each way (8 float32 rows at a time where the row length is a multiple of
+    8, the rest one by one); the forward, the input's gradient and the
+    weight's and bias's batch-order gradients have the bits of the separate
+    ops, also on signed zeros, subnormals, infinities and NaN."""
+    from softrep.nn.functional import normalization as N
+
+    gen = torch.Generator().manual_seed(len(shape) * 10 + shape[-1])
+    x = torch.randn(shape, generator=gen, dtype=dtype) * 3
+    g = torch.randn(shape, generator=gen, dtype=dtype)
+    tiny = torch.finfo(dtype).tiny
+    x.view(-1)[:4] = torch.tensor([-0.0, tiny / 4, -tiny / 8, 1e30], dtype=dtype)[:x.numel()]
+    if x.numel() > 8:
+        x.view(-1)[-1] = float("nan")
+        x.view(-1)[-3] = float("inf")
+    g.view(-1)[:3] = torch.tensor([-0.0, 0.0, -tiny / 2], dtype=dtype)[:g.numel()]
+    w = torch.randn(shape[-1:], generator=gen, dtype=dtype) if "weight" in params else None
+    b = torch.randn(shape[-1:], generator=gen, dtype=dtype) if "bias" in params else None
+    if w is not None:
+        w[0] = -0.0
+
+    def leaves():
+        return [t.clone().requires_grad_() if t is not None else None for t in (x, w, b)]
+
+    fused_in, separate_in = leaves(), leaves()
+    if name == "layer_norm":
+        fused = softrep.layer_norm(fused_in[0], shape[-1:], fused_in[1], fused_in[2])
+    else:
+        fused = softrep.rms_norm(fused_in[0], shape[-1:], fused_in[1], eps=1e-5)
+    separate = N._affine_composite(*separate_in, shape[-1:], 1e-5, name == "layer_norm")
+    assert same_bits(fused, separate)
+    grads_fused = torch.autograd.grad(fused, [t for t in fused_in if t is not None], g)
+    grads_separate = torch.autograd.grad(separate, [t for t in separate_in if t is not None], g)
+    for f, s in zip(grads_fused, grads_separate):
+        assert same_bits(f, s)
+
+
 def test_batch_split_same_bits():
     # per-sample normalisations do not depend on the rest of the batch
     x = normal_tensor(51, (5, 4, 3))
@@ -410,6 +453,9 @@ def test_simulator_matches_cpu(backend):
     w3, b3 = normal_tensor(73, (3,)), normal_tensor(74, (3,))
     g = normal_tensor(75, (2, 4, 3))
     rm, rv = normal_tensor(76, (4,)), normal_tensor(77, (4,)).abs() + 0.5
+    # 17 rows of 24: on the CPU two groups of 8 rows and one row alone
+    rows, g24 = normal_tensor(78, (17, 24)), normal_tensor(81, (17, 24))
+    w24, b24 = normal_tensor(79, (24,)), normal_tensor(80, (24,))
     fns = [
         (lambda t, w, b: softrep.layer_norm(t, 3, w, b), [w3, b3]),
         (lambda t, w: softrep.rms_norm(t, 3, w), [w3]),
@@ -422,6 +468,10 @@ def test_simulator_matches_cpu(backend):
         res = []
         for fn, params in fns:
             out, gx, gp = run(fn, x, params, g)
+            res += [out, gx, *gp]
+        for fn, params in ((lambda t, w, b: softrep.layer_norm(t, 24, w, b), [w24, b24]),
+                           (lambda t, w: softrep.rms_norm(t, 24, w), [w24])):
+            out, gx, gp = run(fn, rows, params, g24)
             res += [out, gx, *gp]
         r_m, r_v = rm.clone(), rv.clone()
         softrep.batch_norm(x, r_m, r_v, training=True)

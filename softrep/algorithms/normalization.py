@@ -1,4 +1,4 @@
-"""Algorithm source of batch_norm's per-channel elementwise steps (docs/order.md, "Normalization").
+"""Algorithm source of the normalisations' fused steps (docs/order.md, "Normalization").
 
 batch_norm in training normalises every element of channel c with the
 channel's statistics m[c] and s[c] (softrep/nn/functional/normalization.py):
@@ -13,9 +13,20 @@ stored, except that an op stores a NaN as the canonical NaN; a NaN stays a
 NaN through every later step, so one canonical() of the result gives the
 same bits.  No bit moves; the fusion only saves the passes over memory and
 the broadcast copies of the per-channel operands.
+
+layer_norm and rms_norm normalise each row of their trailing dims and apply
+the affine map in the same pass (`layer_norm_row`, `layer_norm_grad_row`).
+A row's sums are the documented sums (the streaming form of
+softrep.algorithms.reduction: blocks of 128 left to right, then the pairwise
+tree), and every elementwise step is a separate op's rounding.  A missing
+weight is a weight of ones and a missing bias a bias of -0: mul_rn(y, 1) and
+add_rn(y, -0) are y exactly for every y (signed zeros, subnormals and NaN
+included), so one row function serves every case.  Without centring (rms_norm)
+m and the gradient's mean are +0, and sub_rn(x, +0) is x exactly.
 """
 
-from ..primitives.rounding import canonical, div_rn, jitable, mul_rn, sub_rn
+from ..primitives.rounding import add_rn, canonical, div_rn, jitable, mul_rn, sqrt_rn, sub_rn
+from .reduction import stream_add, stream_total, term_centered_square, zero_like
 
 
 @jitable
@@ -29,3 +40,74 @@ def normalize_grad_element(g, xhat, mg, c, s):
     """dx = div_rn(sub_rn(sub_rn(g, mg), mul_rn(xhat, c)), s): the gradient of
     xhat through the normalisation, in the order of the separate ops."""
     return canonical(div_rn(sub_rn(sub_rn(g, mg), mul_rn(xhat, c)), s))
+
+
+@jitable
+def affine_element(xhat, w, b):
+    """y = add_rn(mul_rn(xhat, w), b): the affine map's two roundings."""
+    return canonical(add_rn(mul_rn(xhat, w), b))
+
+
+@jitable
+def mean_of_sum(total, n):
+    """div_rn(sum, n), n the count rounded to the dtype: `mean`'s rounding."""
+    return canonical(div_rn(total, n))
+
+
+@jitable
+def scale_of_squares(squares, n, eps):
+    """s = sqrt_rn(add_rn(div_rn(squares, n), eps)), squares the documented sum
+    of mul(sub(x, m), sub(x, m)) over the row; n and eps rounded to the dtype."""
+    return canonical(sqrt_rn(add_rn(div_rn(squares, n), eps)))
+
+
+@jitable
+def layer_norm_row(y, x, w, b, n, eps, center, stack):
+    """One row of layer_norm (rms_norm when not `center`); returns (m, s) and
+    writes y[k] = add(mul(div(sub(x[k], m), s), w[k]), b[k]).
+
+    m = div(sum(x), n) (+0 without centring), s = `scale_of_squares` of the
+    documented sum of mul(sub(x, m), sub(x, m)).  `stack`: STACK scratch
+    entries of the dtype (softrep.algorithms.reduction); n and eps are the row
+    length and eps rounded to the dtype."""
+    m = zero_like(n)
+    count = 0
+    if center:
+        for k in range(x.shape[0]):
+            count = stream_add(stack, count, x[k])
+        m = mean_of_sum(canonical(stream_total(stack, count)), n)
+    count = 0
+    for k in range(x.shape[0]):
+        count = stream_add(stack, count, term_centered_square(x[k], m))
+    s = scale_of_squares(canonical(stream_total(stack, count)), n, eps)
+    for k in range(x.shape[0]):
+        y[k] = affine_element(normalize_element(x[k], m, s), w[k], b[k])
+    return m, s
+
+
+@jitable
+def layer_norm_grad_row(dx, gw, gy, x, w, m, s, n, center, stack, stack2):
+    """The backward of one `layer_norm_row`, gy the gradient of y.
+
+    With xhat = div(sub(x, m), s) (the forward's bits) and g = mul(gy, w), the
+    gradient of xhat:
+
+        gw[k] = mul(gy[k], xhat[k])           (the weight's per-row partials)
+        c     = div(sum(mul(g, xhat)), n)
+        mg    = div(sum(g), n)                (+0 without centring)
+        dx[k] = div(sub(sub(g[k], mg), mul(xhat[k], c)), s)
+
+    the sums in the documented order; `stack`, `stack2`: STACK scratch
+    entries each."""
+    count = 0
+    for k in range(x.shape[0]):
+        xhat = normalize_element(x[k], m, s)
+        g = mul_rn(gy[k], w[k])
+        gw[k] = canonical(mul_rn(gy[k], xhat))
+        stream_add(stack2, count, g)
+        count = stream_add(stack, count, mul_rn(g, xhat))
+    c = mean_of_sum(canonical(stream_total(stack, count)), n)
+    mg = mean_of_sum(canonical(stream_total(stack2, count)), n) if center else zero_like(n)
+    for k in range(x.shape[0]):
+        xhat = normalize_element(x[k], m, s)
+        dx[k] = normalize_grad_element(mul_rn(gy[k], w[k]), xhat, mg, c, s)

@@ -1,15 +1,32 @@
-"""CPU launchers of batch_norm's fused per-channel steps (softrep.algorithms.normalization).
+"""CPU launchers of the normalisations' fused steps (softrep.algorithms.normalization).
 
-The input is viewed as rows (N*C, positions): row r holds one channel of one
-sample, and its per-row operands (m, s, ...) are that channel's statistics.
-One work item per row, the positions in a loop that vectorises; every
-element is computed alone, so the split changes no bit.
+`normalize`, `normalize_grad`: the input is viewed as rows (N*C, positions):
+row r holds one channel of one sample, and its per-row operands (m, s, ...)
+are that channel's statistics.  One work item per row, the positions in a
+loop that vectorises; every element is computed alone, so the split changes
+no bit.
+
+`layer_norm`, `layer_norm_grad`: layer_norm and rms_norm with the affine map,
+one row per normalised group.  Contiguous float32 rows of a multiple of 8
+elements run 8 at a time: each row's sums are the lanes of one vector
+(softrep.cpu.reduce.eight_rows_f32, the documented order in each lane), the
+sum of a row's centred squares from a scratch row of its terms, and the
+elementwise steps row by row while the 8 rows are in cache.  Other rows run
+one at a time (`layer_norm_row`, the streaming sums).  Both give each row
+the bits of the documented sequence; which rows share a work item changes
+nothing.
 """
 
+import numpy as np
 from numba import njit, prange, types
 
-from ..algorithms.normalization import normalize_element, normalize_grad_element
+from ..algorithms.normalization import (affine_element, layer_norm_grad_row, layer_norm_row, mean_of_sum,
+                                        normalize_element, normalize_grad_element, scale_of_squares)
+from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
+from ..primitives.rounding import canonical, mul_rn
+from ..primitives.vector import LANES
 from .launch import kernel
+from .reduce import GROUPS_PER_ITEM, eight_rows_f32
 
 _FLOATS = (types.float32, types.float64)
 
@@ -50,3 +67,194 @@ def normalize_grad(out, g, xhat, mg, c, s):
     """out[r, k] = div(sub(sub(g[r, k], mg[r]), mul(xhat[r, k], c[r])), s[r])."""
     for r in prange(g.shape[0]):
         _normalize_grad_row(out[r], g[r], xhat[r], mg[r], c[r], s[r])
+
+
+# --------------------------------------------------------------------------- layer_norm, rms_norm
+
+_B = types.boolean
+_I = types.int64
+
+
+def _forward_signature(t):
+    # y, m, s, x, w, b, n, eps, center
+    return (_c(t, 2), _c(t, 1), _c(t, 1), _c(t, 2), _c(t, 1), _c(t, 1), t, t, _B)
+
+
+def _grad_signature(t):
+    # dx, gw, gy, x, w, m, s, n, center
+    return (_c(t, 2), _c(t, 2), _c(t, 2), _c(t, 2), _c(t, 1), _c(t, 1), _c(t, 1), t, _B)
+
+
+@kernel("normalization.layer_norm_rows", *[_forward_signature(t) + (_I, _I) for t in _FLOATS])
+@njit(cache=True)
+def _layer_norm_rows(y, m, s, x, w, b, n, eps, center, r0, r1):
+    stack = np.empty(STACK, dtype=x.dtype)
+    for r in range(r0, r1):
+        m[r], s[r] = layer_norm_row(y[r], x[r], w, b, n, eps, center, stack)
+
+
+@kernel("normalization.layer_norm_grad_rows", *[_grad_signature(t) + (_I, _I) for t in _FLOATS])
+@njit(cache=True)
+def _layer_norm_grad_rows(dx, gw, gy, x, w, m, s, n, center, r0, r1):
+    stack, stack2 = np.empty(STACK, dtype=x.dtype), np.empty(STACK, dtype=x.dtype)
+    for r in range(r0, r1):
+        layer_norm_grad_row(dx[r], gw[r], gy[r], x[r], w, m[r], s[r], n, center, stack, stack2)
+
+
+_F32 = types.float32
+_R32 = _c(_F32, 1)
+
+
+@kernel("normalization.squares_row", (_R32, _R32, _F32))
+@njit(cache=True)
+def _squares_row(out, x, m):
+    for k in range(x.shape[0]):
+        out[k] = term_centered_square(x[k], m)
+
+
+@kernel("normalization.affine_row", (_R32, _R32, _R32, _R32, _F32, _F32))
+@njit(cache=True)
+def _affine_row(y, x, w, b, m, s):
+    for k in range(x.shape[0]):
+        y[k] = affine_element(normalize_element(x[k], m, s), w[k], b[k])
+
+
+@kernel("normalization.grad_terms_row", (_R32, _R32, _R32, _R32, _R32, _R32, _F32, _F32))
+@njit(cache=True)
+def _grad_terms_row(g, h, gw, gy, x, w, m, s):
+    # g = mul(gy, w) (the gradient of xhat), h = mul(g, xhat), gw = mul(gy, xhat)
+    for k in range(x.shape[0]):
+        xhat = normalize_element(x[k], m, s)
+        gk = mul_rn(gy[k], w[k])
+        g[k] = gk
+        h[k] = mul_rn(gk, xhat)
+        gw[k] = canonical(mul_rn(gy[k], xhat))
+
+
+@kernel("normalization.grad_row", (_R32, _R32, _R32, _F32, _F32, _F32, _F32))
+@njit(cache=True)
+def _grad_row(dx, g, x, m, s, mg, c):
+    for k in range(x.shape[0]):
+        dx[k] = normalize_grad_element(g[k], normalize_element(x[k], m, s), mg, c, s)
+
+
+@kernel("normalization.layer_norm_eight", (_c(_F32, 2), _R32, _R32, _c(_F32, 2), _R32, _R32, _F32, _F32, _B,
+                                           _I, _I))
+@njit(cache=True)
+def _layer_norm_eight(y, m, s, x, w, b, n, eps, center, g0, g1):
+    # groups g0 .. g1-1 of 8 rows; lanes: the tree's scratch, t: 8 rows of terms
+    L = x.shape[1]
+    lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    t = np.empty(LANES * L, dtype=np.float32)
+    xf = x.reshape(-1)
+    zero = zero_like(n)
+    for g in range(g0, g1):
+        i0 = g * LANES
+        if center:
+            eight_rows_f32(m, lanes, xf, L, g, g + 1)
+        for r in range(LANES):
+            i = i0 + r
+            m[i] = mean_of_sum(m[i], n) if center else zero
+            _squares_row(t[r * L:(r + 1) * L], x[i], m[i])
+        eight_rows_f32(s[i0:i0 + LANES], lanes, t, L, 0, 1)
+        for r in range(LANES):
+            i = i0 + r
+            s[i] = scale_of_squares(s[i], n, eps)
+            _affine_row(y[i], x[i], w, b, m[i], s[i])
+
+
+@kernel("normalization.layer_norm_grad_eight", (_c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _R32, _R32,
+                                                _R32, _F32, _B, _I, _I))
+@njit(cache=True)
+def _layer_norm_grad_eight(dx, gw, gy, x, w, m, s, n, center, g0, g1):
+    L = x.shape[1]
+    lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    g = np.empty(LANES * L, dtype=np.float32)
+    h = np.empty(LANES * L, dtype=np.float32)
+    sums = np.empty(2 * LANES, dtype=np.float32)
+    zero = zero_like(n)
+    for q in range(g0, g1):
+        i0 = q * LANES
+        for r in range(LANES):
+            i = i0 + r
+            _grad_terms_row(g[r * L:(r + 1) * L], h[r * L:(r + 1) * L], gw[i], gy[i], x[i], w, m[i], s[i])
+        eight_rows_f32(sums, lanes, h, L, 0, 1)
+        if center:
+            eight_rows_f32(sums[LANES:], lanes, g, L, 0, 1)
+        for r in range(LANES):
+            i = i0 + r
+            c = mean_of_sum(sums[r], n)
+            mg = mean_of_sum(sums[LANES + r], n) if center else zero
+            _grad_row(dx[i], g[r * L:(r + 1) * L], x[i], m[i], s[i], mg, c)
+
+
+# rows per work item of the one-row-at-a-time schedule
+_ROWS_PER_ITEM = 16
+
+
+def _eight_rows(x):
+    M, L = x.shape
+    return x.dtype == np.float32 and M >= LANES and L % LANES == 0
+
+
+@njit(parallel=True, cache=True)
+def _forward_items(y, m, s, x, w, b, n, eps, center, groups):
+    items = (groups + GROUPS_PER_ITEM - 1) // GROUPS_PER_ITEM
+    for it in prange(items):
+        _layer_norm_eight(y, m, s, x, w, b, n, eps, center, it * GROUPS_PER_ITEM,
+                          min(it * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
+
+
+@njit(parallel=True, cache=True)
+def _forward_rows(y, m, s, x, w, b, n, eps, center, r0):
+    M = x.shape[0]
+    items = (M - r0 + _ROWS_PER_ITEM - 1) // _ROWS_PER_ITEM
+    for it in prange(items):
+        _layer_norm_rows(y, m, s, x, w, b, n, eps, center, r0 + it * _ROWS_PER_ITEM,
+                         min(r0 + it * _ROWS_PER_ITEM + _ROWS_PER_ITEM, M))
+
+
+@njit(parallel=True, cache=True)
+def _grad_items(dx, gw, gy, x, w, m, s, n, center, groups):
+    items = (groups + GROUPS_PER_ITEM - 1) // GROUPS_PER_ITEM
+    for it in prange(items):
+        _layer_norm_grad_eight(dx, gw, gy, x, w, m, s, n, center, it * GROUPS_PER_ITEM,
+                               min(it * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
+
+
+@njit(parallel=True, cache=True)
+def _grad_rows(dx, gw, gy, x, w, m, s, n, center, r0):
+    M = x.shape[0]
+    items = (M - r0 + _ROWS_PER_ITEM - 1) // _ROWS_PER_ITEM
+    for it in prange(items):
+        _layer_norm_grad_rows(dx, gw, gy, x, w, m, s, n, center, r0 + it * _ROWS_PER_ITEM,
+                              min(r0 + it * _ROWS_PER_ITEM + _ROWS_PER_ITEM, M))
+
+
+for _name, _fn, _sig in (("layer_norm_items", _forward_items, _forward_signature), ("layer_norm_tail", _forward_rows,
+                         _forward_signature), ("layer_norm_grad_items", _grad_items, _grad_signature),
+                         ("layer_norm_grad_tail", _grad_rows, _grad_signature)):
+    kernel(f"normalization.{_name}", *[_sig(t) + (_I,) for t in ((_F32,) if "items" in _name else _FLOATS)])(_fn)
+
+
+def layer_norm(y, m, s, x, w, b, n, eps, center):
+    """y[i] = add(mul(div(sub(x[i], m[i]), s[i]), w), b) for rows x (M, L), with
+    the row statistics m, s (M) written too (`layer_norm_row`); n and eps
+    rounded to x's dtype, center False for rms_norm (m = +0)."""
+    n, eps = x.dtype.type(n), x.dtype.type(eps)
+    groups = x.shape[0] // LANES if _eight_rows(x) else 0
+    if groups:
+        _forward_items(y, m, s, x, w, b, n, eps, center, groups)
+    if groups * LANES < x.shape[0]:
+        _forward_rows(y, m, s, x, w, b, n, eps, center, groups * LANES)
+
+
+def layer_norm_grad(dx, gw, gy, x, w, m, s, n, center):
+    """The gradient dx of x and the weight's per-row partials gw = mul(gy, xhat)
+    (`layer_norm_grad_row`), gy (M, L) the gradient of y."""
+    n = x.dtype.type(n)
+    groups = x.shape[0] // LANES if _eight_rows(x) else 0
+    if groups:
+        _grad_items(dx, gw, gy, x, w, m, s, n, center, groups)
+    if groups * LANES < x.shape[0]:
+        _grad_rows(dx, gw, gy, x, w, m, s, n, center, groups * LANES)

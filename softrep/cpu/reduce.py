@@ -215,7 +215,7 @@ _C32_2D = types.Array(types.float32, 2, "C")
 
 @kernel("reduce.values.eight_rows", (_OUT32, _C32, _C32, types.int64, types.int64, types.int64))
 @njit(cache=True)
-def _eight_rows_f32(out, lanes, flat, n, g0, g1):
+def eight_rows_f32(out, lanes, flat, n, g0, g1):
     # Groups g0 .. g1-1 of 8 rows of x (flat, C-contiguous, rows of n
     # elements, n % 8 == 0), group g = rows 8g .. 8g+7; lanes (8 * blocks)
     # is scratch: vector j holds block j's partials of the 8 rows.
@@ -250,7 +250,7 @@ def _short_rows_f32(out, lanes, flat, n):
     # row per work item); rows beyond the last whole group are the caller's.
     groups = out.shape[0] // LANES
     for w in prange(lanes.shape[0]):
-        _eight_rows_f32(out, lanes[w], flat, n, w * GROUPS_PER_ITEM, min(w * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
+        eight_rows_f32(out, lanes[w], flat, n, w * GROUPS_PER_ITEM, min(w * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
 
 
 def _short_rows(x):

@@ -1,15 +1,20 @@
-"""CUDA kernels of batch_norm's fused per-channel steps (softrep.algorithms.normalization).
+"""CUDA kernels of the normalisations' fused steps (softrep.algorithms.normalization).
 
-Same contract as softrep/cpu/normalization.py: arrays (rows, positions), one
-per-row operand per channel of a sample.  One thread per element (r, k); each
-element is computed alone, so the grid changes no bit.
+Same contract as softrep/cpu/normalization.py: arrays (rows, positions).
+`normalize`, `normalize_grad`: one per-row operand per channel of a sample,
+one thread per element (r, k); each element is computed alone, so the grid
+changes no bit.  `layer_norm`, `layer_norm_grad`: one thread per row, which
+runs the row's documented sums in order (`layer_norm_row`,
+`layer_norm_grad_row`), so again the grid changes no bit.
 """
 
 import functools
 
 from numba import cuda, types
 
-from ..algorithms.normalization import normalize_element, normalize_grad_element
+from ..algorithms.normalization import (layer_norm_grad_row, layer_norm_row, normalize_element,
+                                        normalize_grad_element)
+from ..algorithms.reduction import STACK
 from ..primitives.jit import SIMULATOR
 
 THREADS = 32 if SIMULATOR else 256
@@ -39,6 +44,33 @@ def _normalize_grad_kernel():
     return cuda.jit(cache=not SIMULATOR)(kernel), kernel
 
 
+@functools.lru_cache(maxsize=None)
+def _layer_norm_kernel(dtype_name):
+    dtype = getattr(types, dtype_name)
+
+    def kernel(y, m, s, x, w, b, n, eps, center):
+        r = cuda.grid(1)
+        if r < x.shape[0]:
+            stack = cuda.local.array(STACK, dtype)
+            m[r], s[r] = layer_norm_row(y[r], x[r], w, b, n, eps, center, stack)
+
+    return cuda.jit(cache=not SIMULATOR)(kernel), kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _layer_norm_grad_kernel(dtype_name):
+    dtype = getattr(types, dtype_name)
+
+    def kernel(dx, gw, gy, x, w, m, s, n, center):
+        r = cuda.grid(1)
+        if r < x.shape[0]:
+            stack = cuda.local.array(STACK, dtype)
+            stack2 = cuda.local.array(STACK, dtype)
+            layer_norm_grad_row(dx[r], gw[r], gy[r], x[r], w, m[r], s[r], n, center, stack, stack2)
+
+    return cuda.jit(cache=not SIMULATOR)(kernel), kernel
+
+
 def _blocks(n):
     return (n + THREADS - 1) // THREADS
 
@@ -57,6 +89,21 @@ def normalize_grad(stream, out, g, xhat, mg, c, s):
         _normalize_grad_kernel()[0][_blocks(n), THREADS, stream](out, g, xhat, mg, c, s)
 
 
+def layer_norm(stream, y, m, s, x, w, b, n, eps, center):
+    """Same contract as softrep.cpu.normalization.layer_norm."""
+    if x.shape[0]:
+        dtype = x.dtype.type
+        _layer_norm_kernel(x.dtype.name)[0][_blocks(x.shape[0]), THREADS, stream](
+            y, m, s, x, w, b, dtype(n), dtype(eps), center)
+
+
+def layer_norm_grad(stream, dx, gw, gy, x, w, m, s, n, center):
+    """Same contract as softrep.cpu.normalization.layer_norm_grad."""
+    if x.shape[0]:
+        _layer_norm_grad_kernel(x.dtype.name)[0][_blocks(x.shape[0]), THREADS, stream](
+            dx, gw, gy, x, w, m, s, x.dtype.type(n), center)
+
+
 def _register_audit():
     from . import audit
 
@@ -67,6 +114,12 @@ def _register_audit():
                        lambda a=(a2, a2, a1, a1): (_normalize_kernel()[1], a))
         audit.register(f"normalization.normalize_grad.{dtype_name}",
                        lambda a=(a2, a2, a2, a1, a1, a1): (_normalize_grad_kernel()[1], a))
+        audit.register(f"normalization.layer_norm.{dtype_name}",
+                       lambda a=(a2, a1, a1, a2, a1, a1, dt, dt, types.boolean), d=dtype_name:
+                       (_layer_norm_kernel(d)[1], a))
+        audit.register(f"normalization.layer_norm_grad.{dtype_name}",
+                       lambda a=(a2, a2, a2, a2, a1, a1, a1, dt, types.boolean), d=dtype_name:
+                       (_layer_norm_grad_kernel(d)[1], a))
 
 
 _register_audit()

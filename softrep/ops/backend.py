@@ -119,6 +119,11 @@ def new_empty(like, shape):
     return like.new_empty(*shape) if shape else like.new_empty(())
 
 
+def transforms_active():
+    """Whether a torch.func transform (grad, vmap, jacrev, ...) is active here."""
+    return _transforms_active()
+
+
 def unrecorded():
     """Whether nothing records autograd here: grad mode off and no torch.func
     transform active.  Fused kernels that skip the autograd Functions of the

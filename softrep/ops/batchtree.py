@@ -345,11 +345,7 @@ class ExpandParam(backend.Function):
 
     @staticmethod
     def backward(ctx, g):
-        n = g.shape[0]
-        dims = tuple(d for d in range(1, g.dim()) if ctx.view[d] == 1 and g.shape[d] != 1)
-        per = summation.sum(g, dims, keepdim=True) if dims else g
-        partials = per.reshape(n, *ctx.param.shape)
-        return param_grad(ctx.fn, ctx.name, ctx.param, partials), None, None, None, None
+        return broadcast_param_grad(ctx.fn, ctx.name, ctx.param, ctx.view, g), None, None, None, None
 
     @staticmethod
     def vmap(info, in_dims, param, view, shape, fn, name):
@@ -359,14 +355,36 @@ class ExpandParam(backend.Function):
         return p.reshape(size, *view).expand(size, *shape), 0
 
 
-def expand_param(fn, name, param, view, like):
-    """`param` reshaped to `view` (view[0] == 1) and broadcast to `like`'s shape,
-    with the batch order for its gradient (dim 0 of `like` the sample dim)."""
-    if like.dim() == 0 or len(view) != like.dim() or view[0] != 1:
-        return param.reshape(view)
+def broadcast_param_grad(fn, name, param, view, g):
+    """The gradient of `param` (reshaped to `view`, view[0] == 1) from the
+    gradient g of its broadcast to g's shape: each sample's gradient summed
+    over its own broadcast positions (the documented sum order), then the
+    batch tree over dim 0 (`param_grad`; None inside a slice)."""
+    n = g.shape[0]
+    dims = tuple(d for d in range(1, g.dim()) if view[d] == 1 and g.shape[d] != 1)
+    per = summation.sum(g, dims, keepdim=True) if dims else g
+    return param_grad(fn, name, param, per.reshape(n, *param.shape))
+
+
+def broadcasts_over_batch(view, like):
+    """Whether a parameter of shape `view` broadcast to `like` spans its dim 0
+    (the sample dim), so that its gradient takes the batch order."""
+    return like.dim() > 0 and len(view) == like.dim() and view[0] == 1
+
+
+def check_batch_rows(fn, like):
+    """In a split batch, that dim 0 of `like` holds the current slice's samples."""
     batch_slice = current()
     if batch_slice is not None:
         batch_slice.check_rows(fn, "input", like)
+
+
+def expand_param(fn, name, param, view, like):
+    """`param` reshaped to `view` (view[0] == 1) and broadcast to `like`'s shape,
+    with the batch order for its gradient (dim 0 of `like` the sample dim)."""
+    if not broadcasts_over_batch(view, like):
+        return param.reshape(view)
+    check_batch_rows(fn, like)
     return ExpandParam.apply(param, tuple(view), tuple(like.shape), fn, name)
 
 

@@ -70,3 +70,27 @@ def normalize(x, m, s):
 def normalize_grad(g, xhat, mg, c, s):
     """div(sub(sub(g, mg), mul(xhat, c)), s), mg, c and s per channel."""
     return row_normalize_grad(_rows(g), _rows(xhat), _per_row(mg, g), _per_row(c, g), _per_row(s, g)).reshape(g.shape)
+
+
+def layer_norm_rows(rows, w, b, eps, center):
+    """(y, m, s) of layer_norm (rms_norm when not `center`) on rows (R, n) with
+    the affine map: y[i] = add(mul(div(sub(rows[i], m[i]), s[i]), w), b), m
+    and s the rows' statistics (m = +0 without centring).  w and b have n
+    elements (ones and -0 for a missing weight and bias, which change no bit)."""
+    R, n = rows.shape
+    y = rows.new_empty(rows.shape)
+    m, s = rows.new_empty(R), rows.new_empty(R)
+    backend.execute(cpu_normalization.layer_norm, cuda_normalization.layer_norm, [y, m, s],
+                    [rows, w.detach().reshape(-1).contiguous(), b.detach().reshape(-1).contiguous()],
+                    float(n), float(eps), bool(center))
+    return y, m, s
+
+
+def layer_norm_rows_grad(gy, rows, w, m, s, center):
+    """(dx, gw) of `layer_norm_rows`' backward: dx the gradient of the rows and
+    gw[i] = mul(gy[i], xhat[i]), the weight's per-row partials."""
+    n = rows.shape[1]
+    dx, gw = gy.new_empty(gy.shape), gy.new_empty(gy.shape)
+    backend.execute(cpu_normalization.layer_norm_grad, cuda_normalization.layer_norm_grad, [dx, gw],
+                    [gy, rows, w.detach().reshape(-1).contiguous(), m.detach(), s.detach()], float(n), bool(center))
+    return dx, gw

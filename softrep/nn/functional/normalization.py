@@ -187,6 +187,84 @@ def affine(y, weight, bias, view):
     return y
 
 
+def _affine_composite(x, weight, bias, shape, eps, center):
+    """layer_norm / rms_norm as the separate ops: the reference of `_AffineNorm`."""
+    dims = tuple(range(x.dim() - len(shape), x.dim()))
+    return affine(_normalize(x, dims, eps, center)[0], weight, bias, shape)
+
+
+class _AffineNorm(backend.Function):
+    """layer_norm (rms_norm when not `center`) over the trailing dims of
+    `shape`, with the affine map, in one row pass each way
+    (softrep.ops.channels.layer_norm_rows and its gradient): the bits of
+    `_affine_composite`, the separate ops.
+
+    Outputs y and the rows' statistics m and s (not differentiable), which the
+    backward needs with x to recompute xhat.  The weight's and the bias's
+    gradients are their broadcast sums in the batch order, as the separate
+    ops give them (`batchtree.broadcast_param_grad` of mul(gy, xhat) and gy).
+    When a graph of the backward is requested (double backward), the backward
+    is the autograd of `_affine_composite` instead: the same first-order bits,
+    and a graph."""
+
+    @staticmethod
+    def forward(x, weight, bias, shape, eps, center):
+        n = math.prod(shape)
+        rows = x.detach().contiguous().reshape(-1, n)
+        w = weight if weight is not None else torch.ones(n, dtype=x.dtype, device=x.device)
+        b = bias if bias is not None else torch.full((n,), -0.0, dtype=x.dtype, device=x.device)
+        y, m, s = channels.layer_norm_rows(rows, w, b, eps, center)
+        return y.reshape(x.shape), m, s
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, weight, bias, ctx.shape, ctx.eps, ctx.center = inputs
+        _, m, s = output
+        ctx.has_weight, ctx.has_bias = weight is not None, bias is not None
+        # the parameters themselves (not their saved copies) key the batch
+        # tree's nodes in a split batch, as in batchtree.ExpandParam
+        ctx.weight, ctx.bias = weight, bias
+        ctx.save_for_backward(x, weight, bias, m, s)
+        ctx.mark_non_differentiable(m, s)
+
+    @staticmethod
+    def backward(ctx, gy, _gm, _gs):
+        x, weight, bias, m, s = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        if torch.is_grad_enabled():
+            inputs = [t for t, need in zip((x, weight, bias), (need_x, need_w, need_b)) if need]
+            with torch.enable_grad():
+                y = _affine_composite(x, weight, bias, ctx.shape, ctx.eps, ctx.center)
+            grads = iter(torch.autograd.grad(y, inputs, gy, create_graph=True, allow_unused=True))
+            return tuple(next(grads) if need else None for need in (need_x, need_w, need_b)) + (None,) * 3
+        n = math.prod(ctx.shape)
+        rows = x.detach().contiguous().reshape(-1, n)
+        grows = gy.detach().contiguous().reshape(-1, n)
+        w = weight if weight is not None else torch.ones(n, dtype=x.dtype, device=x.device)
+        dx, gw = channels.layer_norm_rows_grad(grows, rows, w, m, s, ctx.center)
+        view = (1,) * (x.dim() - len(ctx.shape)) + tuple(ctx.shape)
+
+        def param_grad(name, param, g):
+            if batchtree.broadcasts_over_batch(view, x):
+                return batchtree.broadcast_param_grad("normalization", name, param, view, g.reshape(x.shape))
+            return g.reshape(param.shape)
+
+        return (dx.reshape(x.shape) if need_x else None,
+                param_grad("weight", ctx.weight, gw) if need_w else None,
+                param_grad("bias", ctx.bias, grows) if need_b else None, None, None, None)
+
+
+def _affine_norm(input, weight, bias, shape, eps, center):
+    """`_AffineNorm` where its fused passes apply (a float input with elements,
+    no torch.func transform), else the separate ops."""
+    if input.numel() == 0 or backend.transforms_active():
+        return _affine_composite(input, weight, bias, shape, eps, center)
+    if batchtree.broadcasts_over_batch((1,) * (input.dim() - len(shape)) + tuple(shape), input) \
+            and (weight is not None or bias is not None):
+        batchtree.check_batch_rows("normalization", input)
+    return backend.call(_AffineNorm, input, weight, bias, shape, eps, center)[0]
+
+
 def normalized_shape_dims(fn, input, normalized_shape):
     if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
         normalized_shape = (int(normalized_shape),)
@@ -212,8 +290,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape, dims = normalized_shape_dims("layer_norm", input, normalized_shape)
     check_param("layer_norm", "weight", weight, input, shape)
     check_param("layer_norm", "bias", bias, input, shape)
-    xhat = _normalize(input, dims, check_eps("layer_norm", eps), True)[0]
-    return affine(xhat, weight, bias, shape)
+    return _affine_norm(input, weight, bias, shape, check_eps("layer_norm", eps), True)
 
 
 @mixed.float32_compute("rms_norm")
@@ -224,8 +301,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     shape, dims = normalized_shape_dims("rms_norm", input, normalized_shape)
     check_param("rms_norm", "weight", weight, input, shape)
     eps = torch.finfo(input.dtype).eps if eps is None else check_eps("rms_norm", eps)
-    xhat = _normalize(input, dims, eps, False)[0]
-    return affine(xhat, weight, None, shape)
+    return _affine_norm(input, weight, None, shape, eps, False)
 
 
 def _channel_view(input):
