@@ -639,13 +639,14 @@ def test_vectorised_block_partials_follow_the_order(n):
 
 
 @pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100),
-                                 (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 640), (16, 1152)])
+                                 (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 512), (9, 640), (16, 1152)])
 def test_short_rows_side_by_side_follow_the_order(m, n):
     # Contiguous float32 rows of a length that is a multiple of 8, up to
     # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py
     # for each whole group of 8 rows and the general path for the rest
     # (3 x 64: general only; 2056 and 100: general only), several groups of
-    # 8 rows per work item, and more than one work item.
+    # 8 rows per work item, and more than one work item; rows of at most
+    # COPIED_ROW_MAX (512) elements are read from a local copy of each group.
     x = wide_values(40 + m + n, (m, n), torch.float32)
     assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
     assert_bits_equal(softrep.mean(x, 1), ref_reduce(x.numpy(), (1,), ref_mean_row))

@@ -213,29 +213,47 @@ _C32 = types.Array(types.float32, 1, "C")
 _C32_2D = types.Array(types.float32, 2, "C")
 
 
+@register_jitable
+def _eight_rows_group(out, lanes, src, base, n, i0):
+    # Rows i0 .. i0+7, held in src from src[base] on (rows of n elements).
+    nb = (n + BLOCK - 1) // BLOCK
+    for j in range(nb):
+        s = base + j * BLOCK
+        stop = base + min(j * BLOCK + BLOCK, n)
+        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, s, n)
+        p = c0  # each block's partial begins with its first element (VALUES.begin)
+        p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
+        for k in range(s + LANES, stop, LANES):
+            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, k, n)
+            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+        store_f32x8(lanes, j * LANES, p)
+    sums_from_partials_f32x8(lanes, nb)
+    for r in range(LANES):
+        out[i0 + r] = lanes[r]
+
+
+# Rows of at most this many elements are first copied, 8 at a time, to a
+# local buffer in address order; the tiles then read the copy.  The copy
+# moves values only (docs/benchmarks.md has the effect on short rows).
+COPIED_ROW_MAX = 512
+
+
 @kernel("reduce.values.eight_rows", (_OUT32, _C32, _C32, types.int64, types.int64, types.int64))
 @njit(cache=True)
 def eight_rows_f32(out, lanes, flat, n, g0, g1):
     # Groups g0 .. g1-1 of 8 rows of x (flat, C-contiguous, rows of n
     # elements, n % 8 == 0), group g = rows 8g .. 8g+7; lanes (8 * blocks)
     # is scratch: vector j holds block j's partials of the 8 rows.
-    nb = (n + BLOCK - 1) // BLOCK
-    for g in range(g0, g1):
-        i0 = g * LANES
-        base = i0 * n
-        for j in range(nb):
-            s = base + j * BLOCK
-            stop = base + min(j * BLOCK + BLOCK, n)
-            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, s, n)
-            p = c0  # each block's partial begins with its first element (VALUES.begin)
-            p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
-            for k in range(s + LANES, stop, LANES):
-                c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(flat, k, n)
-                p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
-            store_f32x8(lanes, j * LANES, p)
-        sums_from_partials_f32x8(lanes, nb)
-        for r in range(LANES):
-            out[i0 + r] = lanes[r]
+    if n <= COPIED_ROW_MAX:
+        local = np.empty(LANES * n, dtype=np.float32)
+        for g in range(g0, g1):
+            base = g * LANES * n
+            for k in range(0, LANES * n, LANES):
+                store_f32x8(local, k, load_f32x8(flat, base + k))
+            _eight_rows_group(out, lanes, local, 0, n, g * LANES)
+    else:
+        for g in range(g0, g1):
+            _eight_rows_group(out, lanes, flat, g * LANES * n, n, g * LANES)
 
 
 # Groups of 8 rows per work item: each work item's call passes three arrays,
