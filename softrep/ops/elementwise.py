@@ -83,7 +83,7 @@ def _apply(fn, kernel_launchers, names, tensors, out=None, broadcast_run=None):
         x, y = tensors[0].detach().contiguous().reshape(-1), second.detach().contiguous().reshape(-1)
         backend.execute(broadcast_run, None, [target.view(-1)], [x, y], *layout, work=n)
     elif n:
-        flat = [t.detach().expand(shape).contiguous().reshape(-1) for t in tensors]
+        flat = [(t if t.shape == shape else t.expand(shape)).detach().contiguous().reshape(-1) for t in tensors]
         cpu_run, cuda_run = kernel_launchers
         dtype = backend.cpu_dtype([target, *flat]) if n <= cpu_run.serial_max else None
         if dtype is not None and dtype in cpu_run.serial:
