@@ -509,6 +509,9 @@ def serial_product(dtype, out, a, b, m, k, n):
 # --------------------------------------------------------------------------- per-sample chains into the batch tree
 
 
+TREE_PANELS = 4  # row panels per task of the weight-gradient tree product
+
+
 def _make_tree_blocks(micro, mr, nr, dtype):
     flat = types.Array(dtype, 1, "C")
     index = types.Array(types.int64, 1, "C")
@@ -519,32 +522,40 @@ def _make_tree_blocks(micro, mr, nr, dtype):
     def tree_blocks(out, at, bm, first, counts, slots):
         # at (S, G, K, mpad) k-major, bm (S, G, K, npad), both zero-padded to
         # whole register blocks; out (nodes, G, M, N).  One task per (node,
-        # group, mr-row panel): its stack holds `slots` slots of mr x npad.
+        # group, nr-column block, run of TREE_PANELS mr-row panels): each
+        # sample's column block of bm is read once from memory and then from
+        # cache for every panel of the run.  The stack holds `slots` slots of
+        # the run's (panels * mr) x nr outputs.
         s_count, groups, k_count, mpad = at.shape
         npad = bm.shape[3]
         m, n = out.shape[2], out.shape[3]
         panels = mpad // mr
-        ld = mr * npad
+        runs = (panels + TREE_PANELS - 1) // TREE_PANELS
+        columns = npad // nr
         at_flat, b_flat = at.reshape(-1), bm.reshape(-1)
-        for t in prange(first.size * groups * panels):
-            node = t // (groups * panels)
-            g = (t // panels) % groups
-            ip = t % panels
+        for t in prange(first.size * groups * columns * runs):
+            node = t // (groups * columns * runs)
+            g = (t // (columns * runs)) % groups
+            jp = (t // runs) % columns
+            ip0 = (t % runs) * TREE_PANELS
+            ip1 = min(ip0 + TREE_PANELS, panels)
+            ld = (ip1 - ip0) * mr * nr
             stack = np.empty(slots * ld, at.dtype)
             count = 0
             for s in range(first[node], first[node] + counts[node]):
-                # the chain of sample s, from +0 over its K rows, straight into its slot
-                a_off = (s * groups + g) * k_count * mpad + ip * mr
-                b_base = (s * groups + g) * k_count * npad
+                # the chains of sample s, from +0 over its K rows, straight into its slot
+                a_base = (s * groups + g) * k_count * mpad
+                b_off = (s * groups + g) * k_count * npad + jp * nr
                 c_base = tree_slot(count) * ld
-                for jp in range(npad // nr):
-                    micro(at_flat, b_flat, stack, a_off, b_base + jp * nr, c_base + jp * nr, npad, k_count, True,
-                          mpad, npad)
+                for ip in range(ip0, ip1):
+                    micro(at_flat, b_flat, stack, a_base + ip * mr, b_off, c_base + (ip - ip0) * mr * nr, nr,
+                          k_count, True, mpad, npad)
                 count = tree_carry(stack, ld, count, ld)
             tree_finish(stack, ld, count, ld)
-            for r in range(min(mr, m - ip * mr)):
-                for j in range(n):
-                    out[node, g, ip * mr + r, j] = stack[r * npad + j]
+            for ip in range(ip0, ip1):
+                for r in range(min(mr, m - ip * mr)):
+                    for j in range(min(nr, n - jp * nr)):
+                        out[node, g, ip * mr + r, jp * nr + j] = stack[((ip - ip0) * mr + r) * nr + j]
 
     return tree_blocks
 
