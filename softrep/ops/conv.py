@@ -183,8 +183,13 @@ class Conv2dFunction(backend.Function):
             # the zero-inserted gradient gz framed by zh (zw) zeros before and
             # zeros up to the padded input's size after: the stride-1
             # convolution of the module docstring, over an unpadded input
-            gz_framed = _spread(g, stride, (zh, zw), (zh + hp, zw + wp))
-            gxpad = Conv2dFunction.apply(gz_framed, w_t, None, (1, 1), ((0, 0), (0, 0)), dilation, groups)
+            if tuple(stride) == (1, 1):
+                # nothing to insert: the frame is the convolution's own zero
+                # padding (zh + oh + zh = zh + hp rows, the same +0s)
+                gxpad = Conv2dFunction.apply(g, w_t, None, (1, 1), ((zh, zh), (zw, zw)), dilation, groups)
+            else:
+                gz_framed = _spread(g, stride, (zh, zw), (zh + hp, zw + wp))
+                gxpad = Conv2dFunction.apply(gz_framed, w_t, None, (1, 1), ((0, 0), (0, 0)), dilation, groups)
             gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
         if ctx.needs_input_grad[1]:
             # per sample (docs/order.md, "The batch order"): one chain over its
