@@ -45,6 +45,10 @@ The tree, in three equivalent forms, for three kinds of kernel:
    keeps the open block's partial in the last stack slot and pushes it when
    the block is full.
 
+`row_partials` / `row_sum`: the block partials of a whole 1-D row (eight
+blocks advancing side by side), then the tree of form 1: for a kernel that
+sums a row it has just written (softmax's denominator, softrep.algorithms.softmax).
+
 Usage from a kernel (CPU njit, CUDA, or Python under the simulator), with a
 float stack of STACK entries of the sum's dtype (`cuda.local.array(STACK,
 numba.float32)` on CUDA, `np.empty(STACK, np.float32)` on the CPU):
@@ -106,6 +110,61 @@ def sum_from_partials(p, count):
     """The documented sum from its block partials p[0:count] (count >= 1): the
     tree's total, any NaN made canonical.  Overwrites p[0:count]."""
     return canonical(tree_inplace(p, 0, count))
+
+
+@jitable
+def row_partials(x, p):
+    """p[j] = the partial of block j of the 1-D array x (any stride), for every
+    block j < ceil(n / BLOCK): each begun with its first element and extended
+    left to right.  Eight whole blocks at a time advance side by side (eight
+    independent chains, each still its own left-to-right sequence); the rest
+    one after the other."""
+    n = x.shape[0]
+    nb = (n + BLOCK - 1) // BLOCK
+    j = 0
+    while (j + 8) * BLOCK <= n:
+        b = j * BLOCK
+        p0 = x[b]
+        p1 = x[b + BLOCK]
+        p2 = x[b + 2 * BLOCK]
+        p3 = x[b + 3 * BLOCK]
+        p4 = x[b + 4 * BLOCK]
+        p5 = x[b + 5 * BLOCK]
+        p6 = x[b + 6 * BLOCK]
+        p7 = x[b + 7 * BLOCK]
+        for k in range(b + 1, b + BLOCK):
+            p0 = add_rn(p0, x[k])
+            p1 = add_rn(p1, x[k + BLOCK])
+            p2 = add_rn(p2, x[k + 2 * BLOCK])
+            p3 = add_rn(p3, x[k + 3 * BLOCK])
+            p4 = add_rn(p4, x[k + 4 * BLOCK])
+            p5 = add_rn(p5, x[k + 5 * BLOCK])
+            p6 = add_rn(p6, x[k + 6 * BLOCK])
+            p7 = add_rn(p7, x[k + 7 * BLOCK])
+        p[j] = p0
+        p[j + 1] = p1
+        p[j + 2] = p2
+        p[j + 3] = p3
+        p[j + 4] = p4
+        p[j + 5] = p5
+        p[j + 6] = p6
+        p[j + 7] = p7
+        j += 8
+    while j < nb:
+        s = j * BLOCK
+        q = x[s]
+        for k in range(s + 1, min(s + BLOCK, n)):
+            q = add_rn(q, x[k])
+        p[j] = q
+        j += 1
+    return nb
+
+
+@jitable
+def row_sum(x, p):
+    """The documented sum of the 1-D array x (n >= 1), any NaN canonical; p is
+    scratch for the ceil(n / BLOCK) block partials."""
+    return sum_from_partials(p, row_partials(x, p))
 
 
 @jitable

@@ -12,6 +12,12 @@ softmax, log_softmax and logsumexp have their own autograd Functions (the
 backward formulas below, made of softrep ops); silu, softplus and mish are
 compositions whose backward is the autograd of their softrep ops.  Selections
 (`torch.where`) copy values and do no arithmetic.
+
+softmax and log_softmax over the last dim of a contiguous input (or a dim
+followed by size-1 dims only), forward and backward, run as one row kernel
+(softrep.ops.softmax) when autograd records nothing on it: the same
+roundings in the same order, the same bits.  With a graph of the backward
+(create_graph=True) or under a torch.func transform the separate ops run.
 """
 
 import torch
@@ -19,6 +25,7 @@ import torch
 from ...algorithms import elementwise as arith
 from ...ops import backend, batching
 from ...ops import mixed
+from ...ops import softmax as S
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
@@ -46,12 +53,32 @@ def _shift(x, dim):
     return E.sub(x, m)
 
 
+def _fused_rows(dim, x, *others):
+    """x (and each of `others`, of x's shape) as rows (R, n) for the fused row
+    kernels (softrep.ops.softmax), or None where the separate ops must run:
+    autograd would record them, or dim is not x's last non-trivial dim of a
+    contiguous layout (`others` are made contiguous: a gradient may be
+    expanded)."""
+    if not S.fusable(x, *others):
+        return None
+    rows = S.rows_of(x, dim)
+    if rows is None:
+        return None
+    return (rows,) + tuple(S.rows_of(t.contiguous(), dim) for t in others)
+
+
 def _softmax_forward(x, dim):
+    fused = _fused_rows(dim, x)
+    if fused is not None:  # the same roundings in one kernel
+        return S.softmax_rows(*fused).reshape(x.shape)
     e = M.exp(_shift(x.detach(), dim))
     return E.div(e, R.sum(e, dim, keepdim=True))
 
 
 def _log_softmax_forward(x, dim):
+    fused = _fused_rows(dim, x)
+    if fused is not None:  # the same roundings in one kernel
+        return S.log_softmax_rows(*fused).reshape(x.shape)
     z = _shift(x.detach(), dim)
     return E.sub(z, M.log(R.sum(M.exp(z), dim, keepdim=True)))
 
@@ -83,6 +110,9 @@ class SoftmaxFunction(backend.Function):
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
         # mul(out, sub(g, sum(mul(g, out), dim)))
+        fused = _fused_rows(ctx.dim, out, g)
+        if fused is not None:  # no graph of the backward: one kernel, same roundings
+            return S.softmax_grad_rows(fused[1], fused[0]).reshape(out.shape), None
         s = R.sum(E.mul(g, out), ctx.dim, keepdim=True)
         return E.mul(out, E.sub(g, s)), None
 
@@ -105,6 +135,9 @@ class LogSoftmaxFunction(backend.Function):
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
         # sub(g, mul(exp(out), sum(g, dim)))
+        fused = _fused_rows(ctx.dim, out, g)
+        if fused is not None:  # no graph of the backward: one kernel, same roundings
+            return S.log_softmax_grad_rows(fused[1], fused[0]).reshape(out.shape), None
         return E.sub(g, E.mul(M.exp(out), R.sum(g, ctx.dim, keepdim=True))), None
 
     @staticmethod

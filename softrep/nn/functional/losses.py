@@ -211,7 +211,10 @@ class _NLL(backend.Function):
         coef = coef.expand(index.shape)
         coef = torch.where(kept, coef, torch.zeros_like(coef))
         grad = torch.zeros(shape, dtype=coef.dtype, device=coef.device)
-        grad = grad.scatter(class_dim, index.unsqueeze(class_dim), coef.unsqueeze(class_dim))
+        if torch.is_grad_enabled():  # a graph of the backward: scatter's own autograd
+            grad = grad.scatter(class_dim, index.unsqueeze(class_dim), coef.unsqueeze(class_dim))
+        else:  # the same copies into the fresh zeros, without a second tensor
+            grad.scatter_(class_dim, index.unsqueeze(class_dim), coef.unsqueeze(class_dim))
         return grad, None, None, None, None, None, None, None, None
 
     @staticmethod

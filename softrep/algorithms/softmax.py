@@ -1,0 +1,138 @@
+"""Algorithm source of softmax's and log_softmax's rows, forward and backward
+(docs/order.md, "Math and derived functions").
+
+Along one row x[0:n] (n >= 1), the separate ops compute
+
+    softmax:      m = amax(x); z = sub(x, m); e = exp(z); out = div(e, sum(e))
+    log_softmax:  z = sub(x, amax(x)); out = sub(z, log(sum(exp(z))))
+    softmax backward:      dx = mul(out, sub(g, sum(mul(g, out))))
+    log_softmax backward:  dx = sub(g, mul(exp(out), sum(g)))
+
+each step one IEEE operation rounded to nearest (exp and log correctly
+rounded), each sum in the documented order (softrep.algorithms.reduction).
+The row functions below compute exactly these values in a few passes over
+the row, without the intermediate tensors: the max is the winner of the
+total order of `order_key` (NaN wins, +0 above -0), as amax's; an op stores a
+NaN as the canonical NaN and a NaN stays a NaN through every later step, so
+one canonical() of each stored result gives the same bits.  log_softmax keeps
+exp(z) in its output for the sum, then recomputes z = sub(x, m) (the same
+rounding) for the final subtraction.
+
+exp is evaluated by its branch-free fast path over the whole row first (a
+loop that vectorises), noting whether it left any element undecided; only
+then is the row walked again with the correctly rounded scalar function,
+which returns the fast path's result wherever it decides.  So every element
+is exp(z) correctly rounded, as the elementwise op computes it.
+
+Scratch: `partials` holds at least ceil(n / BLOCK) elements of the row's
+dtype (the block partials of the row's sums).
+"""
+
+import numpy as np
+from numba.core import types as _types
+
+from ..primitives.jit import by_type
+from ..primitives.rounding import canonical, div_rn, jitable, mul_rn, sub_rn
+from .math.exp import exp_f32, exp_f64, exp_fast, exp_fast64
+from .math.log import log_f32, log_f64
+from .reduction import key_value, narrow_key, row_sum, widen_key
+
+
+def exp_decide(x):
+    """(exp(x) correctly rounded, True), or (anything, False): the fast path of x's dtype."""
+    return exp_fast(x) if isinstance(x, np.float32) else exp_fast64(x)
+
+
+by_type(exp_decide, {_types.float32: exp_fast, _types.float64: exp_fast64})
+
+
+def exp_rn(x):
+    """exp(x) correctly rounded in x's dtype (the elementwise op's kernel)."""
+    return exp_f32(x) if isinstance(x, np.float32) else exp_f64(x)
+
+
+by_type(exp_rn, {_types.float32: exp_f32, _types.float64: exp_f64})
+
+
+def log_rn(x):
+    """log(x) correctly rounded in x's dtype (the elementwise op's kernel)."""
+    return log_f32(x) if isinstance(x, np.float32) else log_f64(x)
+
+
+by_type(log_rn, {_types.float32: log_f32, _types.float64: log_f64})
+
+
+@jitable
+def row_max(x):
+    """amax(x[0:n]): the winner of the total order (NaN canonical), as amax computes it."""
+    n = x.shape[0]
+    best = narrow_key(x[0], True)
+    for k in range(1, n):
+        key = narrow_key(x[k], True)
+        best = key if key > best else best
+    return canonical(key_value(x[0], widen_key(x[0], best), True))
+
+
+@jitable
+def shifted_exp(e, x, m):
+    """e[k] = exp(sub(x[k], m)) for every k, correctly rounded."""
+    n = x.shape[0]
+    undecided = np.uint32(0)
+    for k in range(np.uint64(0), np.uint64(n)):
+        r, ok = exp_decide(sub_rn(x[k], m))
+        e[k] = r
+        undecided |= np.uint32(0) if ok else np.uint32(1)
+    if undecided:
+        for k in range(n):
+            z = sub_rn(x[k], m)
+            r, ok = exp_decide(z)
+            if not ok:
+                e[k] = exp_rn(z)
+
+
+@jitable
+def softmax_row(out, x, partials):
+    """out = div(e, sum(e)) with e = exp(sub(x, amax(x)))."""
+    m = row_max(x)
+    shifted_exp(out, x, m)
+    s = row_sum(out, partials)
+    for k in range(np.uint64(0), np.uint64(x.shape[0])):
+        out[k] = canonical(div_rn(out[k], s))
+
+
+@jitable
+def log_softmax_row(out, x, partials):
+    """out = sub(z, log(sum(exp(z)))) with z = sub(x, amax(x))."""
+    m = row_max(x)
+    shifted_exp(out, x, m)
+    ls = canonical(log_rn(row_sum(out, partials)))
+    for k in range(np.uint64(0), np.uint64(x.shape[0])):
+        out[k] = canonical(sub_rn(sub_rn(x[k], m), ls))
+
+
+@jitable
+def softmax_grad_row(dx, g, out, partials):
+    """dx = mul(out, sub(g, sum(mul(g, out)))); dx holds the products first."""
+    n = g.shape[0]
+    for k in range(np.uint64(0), np.uint64(n)):
+        dx[k] = mul_rn(g[k], out[k])
+    s = row_sum(dx, partials)
+    for k in range(np.uint64(0), np.uint64(n)):
+        dx[k] = canonical(mul_rn(out[k], sub_rn(g[k], s)))
+
+
+@jitable
+def log_softmax_grad_row(dx, g, out, partials):
+    """dx = sub(g, mul(exp(out), sum(g)))."""
+    n = g.shape[0]
+    s = row_sum(g, partials)
+    undecided = np.uint32(0)
+    for k in range(np.uint64(0), np.uint64(n)):
+        r, ok = exp_decide(out[k])
+        dx[k] = canonical(sub_rn(g[k], mul_rn(r, s)))
+        undecided |= np.uint32(0) if ok else np.uint32(1)
+    if undecided:
+        for k in range(n):
+            r, ok = exp_decide(out[k])
+            if not ok:
+                dx[k] = canonical(sub_rn(g[k], mul_rn(exp_rn(out[k]), s)))
