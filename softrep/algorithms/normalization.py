@@ -86,6 +86,16 @@ def layer_norm_row(y, x, w, b, n, eps, center, stack):
 
 
 @jitable
+def grad_terms(gy, x, w, m, s):
+    """One element's terms of `layer_norm_grad_row`: (g, h, gw) with
+    xhat = div(sub(x, m), s), g = mul(gy, w), h = mul(g, xhat) and the
+    weight's partial gw = mul(gy, xhat)."""
+    xhat = normalize_element(x, m, s)
+    g = mul_rn(gy, w)
+    return g, mul_rn(g, xhat), canonical(mul_rn(gy, xhat))
+
+
+@jitable
 def layer_norm_grad_row(dx, gw, gy, x, w, m, s, n, center, stack, stack2):
     """The backward of one `layer_norm_row`, gy the gradient of y.
 
@@ -101,11 +111,9 @@ def layer_norm_grad_row(dx, gw, gy, x, w, m, s, n, center, stack, stack2):
     entries each."""
     count = 0
     for k in range(x.shape[0]):
-        xhat = normalize_element(x[k], m, s)
-        g = mul_rn(gy[k], w[k])
-        gw[k] = canonical(mul_rn(gy[k], xhat))
+        g, h, gw[k] = grad_terms(gy[k], x[k], w[k], m, s)
         stream_add(stack2, count, g)
-        count = stream_add(stack, count, mul_rn(g, xhat))
+        count = stream_add(stack, count, h)
     c = mean_of_sum(canonical(stream_total(stack, count)), n)
     mg = mean_of_sum(canonical(stream_total(stack2, count)), n) if center else zero_like(n)
     for k in range(x.shape[0]):

@@ -20,10 +20,9 @@ nothing.
 import numpy as np
 from numba import njit, prange, types
 
-from ..algorithms.normalization import (affine_element, layer_norm_grad_row, layer_norm_row, mean_of_sum,
-                                        normalize_element, normalize_grad_element, scale_of_squares)
+from ..algorithms.normalization import (affine_element, grad_terms, layer_norm_grad_row, layer_norm_row,
+                                        mean_of_sum, normalize_element, normalize_grad_element, scale_of_squares)
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
-from ..primitives.rounding import canonical, mul_rn
 from ..primitives.vector import LANES
 from .launch import kernel
 from .reduce import GROUPS_PER_ITEM, eight_rows_f32
@@ -124,11 +123,7 @@ def _affine_row(y, x, w, b, m, s):
 def _grad_terms_row(g, h, gw, gy, x, w, m, s):
     # g = mul(gy, w) (the gradient of xhat), h = mul(g, xhat), gw = mul(gy, xhat)
     for k in range(x.shape[0]):
-        xhat = normalize_element(x[k], m, s)
-        gk = mul_rn(gy[k], w[k])
-        g[k] = gk
-        h[k] = mul_rn(gk, xhat)
-        gw[k] = canonical(mul_rn(gy[k], xhat))
+        g[k], h[k], gw[k] = grad_terms(gy[k], x[k], w[k], m, s)
 
 
 @kernel("normalization.grad_row", (_R32, _R32, _R32, _F32, _F32, _F32, _F32))
