@@ -193,6 +193,12 @@ def _affine_composite(x, weight, bias, shape, eps, center):
     return affine(_normalize(x, dims, eps, center)[0], weight, bias, shape)
 
 
+def _or_filled(param, n, value, like):
+    """param, or n elements of `value` (1 for a missing weight, -0 for a missing
+    bias: both leave every bit of the affine map's input unchanged)."""
+    return param if param is not None else torch.full((n,), value, dtype=like.dtype, device=like.device)
+
+
 class _AffineNorm(backend.Function):
     """layer_norm (rms_norm when not `center`) over the trailing dims of
     `shape`, with the affine map, in one row pass each way
@@ -211,16 +217,14 @@ class _AffineNorm(backend.Function):
     def forward(x, weight, bias, shape, eps, center):
         n = math.prod(shape)
         rows = x.detach().contiguous().reshape(-1, n)
-        w = weight if weight is not None else torch.ones(n, dtype=x.dtype, device=x.device)
-        b = bias if bias is not None else torch.full((n,), -0.0, dtype=x.dtype, device=x.device)
-        y, m, s = channels.layer_norm_rows(rows, w, b, eps, center)
+        y, m, s = channels.layer_norm_rows(rows, _or_filled(weight, n, 1.0, x), _or_filled(bias, n, -0.0, x), eps,
+                                           center)
         return y.reshape(x.shape), m, s
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         x, weight, bias, ctx.shape, ctx.eps, ctx.center = inputs
         _, m, s = output
-        ctx.has_weight, ctx.has_bias = weight is not None, bias is not None
         # the parameters themselves (not their saved copies) key the batch
         # tree's nodes in a split batch, as in batchtree.ExpandParam
         ctx.weight, ctx.bias = weight, bias
@@ -240,8 +244,7 @@ class _AffineNorm(backend.Function):
         n = math.prod(ctx.shape)
         rows = x.detach().contiguous().reshape(-1, n)
         grows = gy.detach().contiguous().reshape(-1, n)
-        w = weight if weight is not None else torch.ones(n, dtype=x.dtype, device=x.device)
-        dx, gw = channels.layer_norm_rows_grad(grows, rows, w, m, s, ctx.center)
+        dx, gw = channels.layer_norm_rows_grad(grows, rows, _or_filled(weight, n, 1.0, x), m, s, ctx.center)
         view = (1,) * (x.dim() - len(ctx.shape)) + tuple(ctx.shape)
 
         def param_grad(name, param, g):
@@ -287,7 +290,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing `normalized_shape` dims (biased variance), then
     mul(., weight) and add(., bias) elementwise."""
     _check_input("layer_norm", input)
-    shape, dims = normalized_shape_dims("layer_norm", input, normalized_shape)
+    shape, _ = normalized_shape_dims("layer_norm", input, normalized_shape)
     check_param("layer_norm", "weight", weight, input, shape)
     check_param("layer_norm", "bias", bias, input, shape)
     return _affine_norm(input, weight, bias, shape, check_eps("layer_norm", eps), True)
@@ -298,7 +301,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     """div(x, sqrt(add(mean(mul(x, x)), eps))) over the trailing dims, then
     mul(., weight); eps None is torch.finfo(dtype).eps, as in torch."""
     _check_input("rms_norm", input)
-    shape, dims = normalized_shape_dims("rms_norm", input, normalized_shape)
+    shape, _ = normalized_shape_dims("rms_norm", input, normalized_shape)
     check_param("rms_norm", "weight", weight, input, shape)
     eps = torch.finfo(input.dtype).eps if eps is None else check_eps("rms_norm", eps)
     return _affine_norm(input, weight, None, shape, eps, False)
