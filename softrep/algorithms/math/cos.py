@@ -180,9 +180,9 @@ def cos_window(x):
     above."""
     inline_into_callers()
     a = abs32(x)
-    special = x != x or a == INF32
+    special = (x != x) | (a == INF32)
     r, ok = decide(cos_approx(a))
-    return (NAN32 if special else r), ok or special
+    return (NAN32 if special else r), ok | special
 
 @jitable
 def cos_fast(x):
@@ -195,11 +195,11 @@ def cos_fast(x):
     decided-first loop."""
     inline_into_callers()
     a = abs32(x)
-    special = x != x or a == INF32
+    special = (x != x) | (a == INF32)
     small = a < CW_LIMIT_F32
     q, t = reduce_quadrant_small(a if small else ZERO_F32)
     r, ok = decide(cos_of_quadrant(q, t))
-    return (NAN32 if special else r), (ok and small) or special
+    return (NAN32 if special else r), (ok & small) | special
 
 @jitable
 def cos_f32(x):

@@ -202,7 +202,7 @@ def erf_fast(x):
     nan = x != x
     r, ok = decide(erf_approx(abs32(x)))
     r = neg32(r) if signbit32(x) else r
-    return (x if nan else r), ok or nan
+    return (x if nan else r), ok | nan
 
 
 @jitable

@@ -2,7 +2,7 @@
 
 Range: exp(x) overflows float32 (rounds to +inf) for x > 88.7228..., and
 rounds to +0 for x < -103.972... (below 2^-150, half the smallest subnormal).
-The clamps below use 89 and -104, outside both thresholds; between them the
+The fast path evaluates [-104, 89], which holds both thresholds; between them the
 double computation handles overflow and subnormal results itself.
 
 Fast path: `exp_core(x, 0)`, relative error < 2^-50.5 (argued in _core).
@@ -18,7 +18,7 @@ triple-double version.
 import numpy as np
 
 from ...primitives.rounding import jitable
-from .core import F64, INF32, NAN32, ZERO, ZERO32, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
+from .core import F64, INF32, NAN32, ZERO, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe
 from .exact64 import decide_scaled
 from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, td_round, ziv_round
@@ -29,14 +29,15 @@ EXP_UNDERFLOW = np.float32(-104.0)
 @jitable
 def exp_fast(x):
     """(exp(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide.  Branch-free: the specials are selected at the end,
-    and the clamp keeps the double evaluation in range (a NaN evaluates exp(0))."""
-    above, below, nan = x > EXP_OVERFLOW, x < EXP_UNDERFLOW, x != x
-    r, ok = round_if_safe(exp_core(F64(ZERO32 if nan else clamp(x, EXP_UNDERFLOW, EXP_OVERFLOW)), ZERO))
-    r = INF32 if above else r
-    r = ZERO32 if below else r
-    r = NAN32 if nan else r
-    return r, ok or above or below or nan
+    path cannot decide.  Branch-free: an x outside [-104, 89] (NaN included)
+    evaluates exp(0), whose result the specials replace at the end.  The flags
+    are combined with `|` and the input chosen by one select: `or` and a clamp
+    made the vectorised loop about 20% slower, for the same values."""
+    inside = (x >= EXP_UNDERFLOW) & (x <= EXP_OVERFLOW)
+    r, ok = round_if_safe(exp_core(F64(x if inside else ZERO32), ZERO))
+    special = INF32 if x > EXP_OVERFLOW else ZERO32
+    special = NAN32 if x != x else special
+    return (r if inside else special), ok | (x > EXP_OVERFLOW) | (x < EXP_UNDERFLOW) | (x != x)
 
 
 @jitable

@@ -30,13 +30,13 @@ def log_fast(x):
     """(log(x) correctly rounded, True), or (undecided, False) where the fast
     path cannot decide.  Branch-free: specials evaluate log_core(1) and are
     selected at the end."""
-    nan, zero, inf = x != x or x < ZERO_F32, x == ZERO_F32, x == INF32
-    special = nan or zero or inf
+    nan, zero, inf = (x != x) | (x < ZERO_F32), x == ZERO_F32, x == INF32
+    special = nan | zero | inf
     r, ok = round_if_safe(log_core(F64(ONE_F32 if special else x)))
     r = INF32 if inf else r
     r = NEG_INF32 if zero else r
     r = NAN32 if nan else r
-    return r, ok or special
+    return r, ok | special
 
 
 @jitable

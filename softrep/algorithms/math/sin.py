@@ -167,10 +167,10 @@ def sin_window(x):
     with x's sign; False) where the rounding test cannot decide: the inputs
     of the table above."""
     inline_into_callers()
-    special = x != x or abs32(x) == INF32
+    special = (x != x) | (abs32(x) == INF32)
     r, ok = decide(sin_approx(abs32(x)))
     r = neg32(r) if signbit32(x) else r
-    return (NAN32 if special else r), ok or special
+    return (NAN32 if special else r), ok | special
 
 @jitable
 def sin_fast(x):
@@ -183,12 +183,12 @@ def sin_fast(x):
     decided-first loop."""
     inline_into_callers()
     a = abs32(x)
-    special = x != x or a == INF32
+    special = (x != x) | (a == INF32)
     small = a < CW_LIMIT_F32
     q, t = reduce_quadrant_small(a if small else ZERO_F32)
     r, ok = decide(sin_of_quadrant(q, t))
     r = neg32(r) if signbit32(x) else r
-    return (NAN32 if special else r), (ok and small) or special
+    return (NAN32 if special else r), (ok & small) | special
 
 @jitable
 def sin_f32(x):

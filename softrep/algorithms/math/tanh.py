@@ -1,7 +1,7 @@
 """tanh(x) for float32, correctly rounded (scheme: softrep/algorithms/math/core.py).
 
 tanh is odd: computed on |x| (tanh(+-0) = +-0).  For |x| > 9.01, 1 - tanh|x| <
-2 e^(-2|x|) < 2^-25 and the result rounds to 1; the clamp uses 20.
+2 e^(-2|x|) < 2^-25 and the result rounds to 1; the fast path gives +-1 above 20.
 
 Fast path: tanh a = em / (em + 2) with em = expm1_core(2a) (2^-50, 2a exact);
 em >= 0, so em + 2 and the division add one rounding each: < 2^-49.5.
@@ -47,16 +47,17 @@ ZERO_F32 = np.float32(0.0)
 @jitable
 def tanh_fast(x):
     """(tanh(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide.  Branch-free: |x| is clamped to the saturation bound
-    (a NaN evaluates tanh(0)), the specials are selected at the end."""
+    path cannot decide.  Branch-free: an |x| above the saturation bound (NaN
+    included) evaluates tanh(0), and the specials are selected at the end
+    (one select of the input, flags combined with `|`: as in exp_fast)."""
     ax = abs32(x)
     nan, saturated = x != x, ax > TANH_SATURATE
-    em = expm1_core(mul_rn(F64(ZERO_F32 if nan else (TANH_SATURATE if saturated else ax)), TWO))
+    em = expm1_core(mul_rn(F64(ax if ax <= TANH_SATURATE else ZERO_F32), TWO))
     r, ok = round_if_safe(div_rn(em, add_rn(em, TWO)))
     r = ONE_F32 if saturated else r
     r = neg32(r) if signbit32(x) else r
     r = NAN32 if nan else r
-    return r, ok or saturated or nan
+    return r, ok | saturated | nan
 
 
 @jitable
