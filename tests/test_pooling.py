@@ -289,9 +289,17 @@ def test_simulator_matches_cpu(backend):
             res += [out, torch.autograd.grad(out, xr, g[..., :out.shape[2], :out.shape[3]])[0]]
         return res
 
+    # the window winners alone: ties, NaN, -0 against +0, dilation and ceil_mode
+    t = torch.from_numpy(wide_values(14, (2, 3, 7, 6), ties=True))
+    t[0, 0, 1, 1], t[0, 1, 2, 2], t[1, 2, 0, 0] = float("nan"), -0.0, 0.0
+
+    def winners():
+        return max_pool2d(t, (3, 2), (2, 1), (1, 0), (2, 1), ceil_mode=True, return_indices=True)
+
     backend("cuda")
-    sim = both()
+    sim, sim_w = both(), winners()
     backend("cpu")
-    cpu = both()
+    cpu, cpu_w = both(), winners()
     for s, c in zip(sim, cpu):
         assert np.array_equal(bits(s), bits(c))
+    assert np.array_equal(bits(sim_w[0]), bits(cpu_w[0])) and torch.equal(sim_w[1], cpu_w[1])

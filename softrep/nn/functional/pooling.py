@@ -1,11 +1,13 @@
 # softrep: no kernels
 """2-D pooling: max_pool2d, avg_pool2d, adaptive_avg_pool2d (torch's signatures).
 
-One mechanism serves all three: a window table lists, for every output
-position (oh, ow), the flat in-plane indices ih * W + iw of its window in
-row-major (kh, kw) order, -1 standing for padding or for the unused tail of a
-shorter adaptive window.  Values are moved with `embedding.gather_rows` (exact
-copies) and their gradients come back through `embedding.scatter_sum_rows`:
+The average pools read their windows through a window table: for every
+output position (oh, ow), the flat in-plane indices ih * W + iw of its window
+in row-major (kh, kw) order, -1 standing for padding or for the unused tail of
+a shorter adaptive window.  max_pool2d finds each window's winner with one
+kernel (softrep.ops.pooling; integer comparisons only).  Values are moved
+with `embedding.gather_rows` (exact copies) and their gradients come back
+through `embedding.scatter_sum_rows`:
 the gradients that reach one input element are added with softrep.sum in the
 row-major order of (n, c, oh, ow[, kh, kw]) -- by output position -- never with
 torch's scatter_add.  The orders are written out in docs/order.md ("Pooling").
@@ -18,10 +20,9 @@ import torch
 from ...ops import elementwise as E
 from ...ops import mixed
 from ...ops import reduction as R
+from ...ops.pooling import max_window_indices
 from .sparse import gather_rows
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -88,18 +89,6 @@ def _gather_windows(x, table, fill):
 
 # ----------------------------------------------------------------------------- max_pool2d
 
-def _order_keys(x):
-    """int64 keys whose order is -inf < ... < -0 < +0 < ... < +inf < NaN (the total
-    order of softrep.amax, docs/order.md), as a flat (P, H*W) tensor."""
-    if x.dtype == torch.float32:
-        bits = x.contiguous().view(torch.int32).to(torch.int64)
-        keys = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
-    else:
-        bits = x.contiguous().view(torch.int64)
-        keys = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFFFFFFFFFF)
-    return keys.masked_fill(torch.isnan(x), _INT64_MAX)
-
-
 @mixed.float32_compute("max_pool2d")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Largest element of each window, like torch.nn.functional.max_pool2d.
@@ -125,18 +114,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     N, C, H, W = x.shape
     OH = _out_size(fn, H, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
     OW = _out_size(fn, W, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
-    table = _window_table(H, W, OH, OW, kernel, stride, padding, dilation, x.device)
-    P, K = N * C, table.shape[1]
-    keys = torch.cat([_order_keys(x.detach()).reshape(P, H * W),
-                      torch.full((P, 1), _INT64_MIN, dtype=torch.int64, device=x.device)], 1)
-    # (P, OH*OW, K) keys of the windows; padding has the lowest key
-    win = keys.index_select(1, torch.where(table >= 0, table, H * W).reshape(-1)).reshape(P, OH * OW, K)
-    best = win.amax(-1, keepdim=True)
-    # first winning position, independent of any tie rule of an argmax
-    # (.min's values, not .amin: torch's int64 amin over short rows is 30x slower here)
-    first = torch.where(win == best, torch.arange(K, device=x.device), K).min(-1).values  # (P, OH*OW)
-    at = torch.arange(OH * OW, device=x.device) * K + first
-    idx = table.reshape(-1).index_select(0, at.reshape(-1)).reshape(P, OH * OW)  # in-plane
+    P = N * C
+    idx = max_window_indices(x.reshape(P, H, W), (OH, OW), kernel, stride, padding, dilation).reshape(P, OH * OW)
     glob = (idx + (torch.arange(P, device=x.device) * (H * W))[:, None]).reshape(-1)
     out = gather_rows(x.reshape(-1, 1), glob).reshape(N, C, OH, OW)
     idx = idx.reshape(N, C, OH, OW)

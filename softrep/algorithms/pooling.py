@@ -1,0 +1,43 @@
+"""max_pool2d's window winner: the per-output code that both backends run.
+
+A window's positions are (ih0 + kh dh, iw0 + kw dw) in row-major (kh, kw)
+order, ih0 = oh sh - ph and iw0 = ow sw - pw (docs/order.md, "Pooling").
+The winner is the element with the largest `order_key` (amax's total order:
+-inf < ... < -0 < +0 < ... < +inf < NaN); a later position wins only with a
+strictly larger key, so the first of equal elements wins, and positions
+outside the plane (padding) are never candidates.  Only integer keys are
+compared: no floating-point operation is involved.
+"""
+
+import numpy as np
+
+from ..primitives.rounding import jitable
+from .reduction import order_key
+
+
+# Below every key: a float's key is at least -(2^63 - 2^52) - 1 (order_key).
+_BELOW_ALL = np.int64(-(2**63))
+
+
+@jitable
+def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
+    """ih * W + iw of the winner of the window starting at (ih0, iw0) of
+    `plane` (H, W), or -1 if no position of the window lies inside the plane
+    (torch's output sizes rule that out)."""
+    H, W = plane.shape
+    best = np.int64(-1)
+    best_key = _BELOW_ALL
+    for kh in range(KH):
+        ih = ih0 + kh * dh
+        if ih >= 0 and ih < H:
+            for kw in range(KW):
+                iw = iw0 + kw * dw
+                if iw >= 0 and iw < W:
+                    # unsigned indices: both are checked nonnegative, and a
+                    # signed index gets negative-wraparound code on every read
+                    key = order_key(plane[np.uint64(ih), np.uint64(iw)], True)
+                    # selects, not a branch: on data the comparison is unpredictable
+                    better = key > best_key
+                    best = np.int64(ih * W + iw) if better else best
+                    best_key = key if better else best_key
+    return best
