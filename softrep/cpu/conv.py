@@ -19,6 +19,7 @@ from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
 from .launch import kernel
+from .workspace import scratch
 from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, finish_padded, host_micro_kernel, packed_a, slp_vectorize,
                      tree_product_padded, tree_width)
 
@@ -146,7 +147,7 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     nr = NR[dtype]
     ap = packed_a(w_g, dtype)
     m_panels, n_panels = ap.shape[1], ceil_to(n_img * oh * ow, nr) // nr
-    cpad = np.empty((groups, m_panels * MR, n_panels * nr), dtype)
+    cpad = scratch("accumulators", (groups, m_panels * MR, n_panels * nr), dtype)
     taps = _taps(groups, c_in // groups, kh, kw, dh, dw, hp, wp)
     with slp_vectorize():
         _CONV_BLOCKS[dtype](cpad.reshape(-1), ap.reshape(-1), np.ascontiguousarray(xpad).reshape(-1), taps, groups,

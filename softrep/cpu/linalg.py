@@ -46,6 +46,7 @@ from ..algorithms.products import (CHAIN_START, chain_step, dot_chain, finish, f
 from ..algorithms.widening import narrowed_bits, widened
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from .launch import address_as_pointer, host_vector_bits, kernel
+from .workspace import scratch
 
 # Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
 _FLOATS = (types.float32, types.float64)
@@ -340,7 +341,7 @@ def ceil_to(x, step):
 def packed_b(nb, k_count, n, dtype):
     """An uninitialised packed-b buffer for `product_packed`: (nb, ceil(n/NR), K, NR)."""
     nr = NR[np.dtype(dtype)]
-    return np.empty((nb, ceil_to(n, nr) // nr, k_count, nr), dtype)
+    return scratch("packed_b", (nb, ceil_to(n, nr) // nr, k_count, nr), dtype)
 
 
 def packed_a(a, dtype, widen_fmt=None):
@@ -348,7 +349,7 @@ def packed_a(a, dtype, widen_fmt=None):
     widen_fmt: a holds bfloat16/float16 patterns (uint16) of that format code,
     widened to float32 while packed."""
     nb, m, k_count = a.shape
-    ap = np.empty((nb, ceil_to(m, MR) // MR, k_count, MR), dtype)
+    ap = scratch("packed_a", (nb, ceil_to(m, MR) // MR, k_count, MR), dtype)
     if k_count:
         if widen_fmt is None:
             pack_a(ap, a, MR)
@@ -392,7 +393,7 @@ def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
     nr = NR[dtype]
     ap = packed_a(a, dtype, None if narrow is None else narrow[1])
     mpad, npad = ap.shape[1] * MR, bp.shape[1] * nr
-    cpad = np.empty((nb, mpad, npad), dtype)
+    cpad = scratch("accumulators", (nb, mpad, npad), dtype)
     blocks = _blocks_f32 if dtype == np.float32 else _blocks_f64
     with slp_vectorize():
         blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
