@@ -514,7 +514,6 @@ TREE_PANELS = 4  # row panels per task of the weight-gradient tree product
 
 
 def _make_tree_blocks(micro, mr, nr, dtype):
-    flat = types.Array(dtype, 1, "C")
     index = types.Array(types.int64, 1, "C")
 
     @kernel(f"linalg.tree_blocks.{dtype}", (types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"),

@@ -27,7 +27,6 @@ The module also holds the few non-arithmetic helpers every kernel needs:
 float64 constants kernels use (Numba types a bare float literal as float64).
 """
 
-import math
 
 import numpy as np
 

@@ -25,7 +25,7 @@ is transcendental, never a double or a midpoint.  Where it cannot decide:
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn
-from .core import (abs32, neg32, F64, HALF, INF32, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_core,
+from .core import (abs32, F64, HALF, INF32, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_core,
                     exp_dd, pow2, round_if_safe)
 from .exact64 import bracket_err
 from .explog64 import exp_pm_dd, exp_pm_fast, exp_pm_td

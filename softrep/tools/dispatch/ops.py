@@ -24,7 +24,6 @@ ops: reproducible, but not necessarily the bits of softrep's own autograd
 """
 
 import contextlib
-import numbers
 from dataclasses import dataclass
 from types import SimpleNamespace
 
