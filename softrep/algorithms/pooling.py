@@ -36,8 +36,7 @@ def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
                     # unsigned indices: both are checked nonnegative, and a
                     # signed index gets negative-wraparound code on every read
                     key = order_key(plane[np.uint64(ih), np.uint64(iw)], True)
-                    # selects, not a branch: on data the comparison is unpredictable
-                    better = key > best_key
-                    best = np.int64(ih * W + iw) if better else best
-                    best_key = key if better else best_key
+                    if key > best_key:
+                        best = np.int64(ih * W + iw)
+                        best_key = key
     return best

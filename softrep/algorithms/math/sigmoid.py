@@ -48,9 +48,9 @@ ZERO_F32 = np.float32(0.0)
 def sigmoid_fast(x):
     """(sigmoid(x) correctly rounded, True), or (undecided, False) where the
     fast path cannot decide.  Branch-free: an |x| above SIGMOID_HI (NaN
-    included) evaluates sigmoid(0), whose result the specials replace at the
-    end (+0 below, 1 above) (one select of the input, flags combined with
-    `|`: as in exp_fast)."""
+    included) evaluates sigmoid(0), whose result the specials (+0 below, 1
+    above) replace at the end; one select of the input, flags combined with
+    `|`, as in exp_fast."""
     a = abs32(x)
     inside = a <= SIGMOID_HI
     t = exp_core(negate(F64(a if inside else ZERO_F32)), ZERO)
