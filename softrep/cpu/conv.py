@@ -10,7 +10,8 @@ zero-padded input straight into the NR-column panels it is about to read
 so the panels are read from cache instead of memory.  Each output element
 is then the chain of `softrep.algorithms.products` over k from +0, on one
 thread, as in the matrix products (the same micro-kernel), and the bias is
-added by its `finish_add`.  This module only moves values and schedules the
+added by its `finish_add` as the outputs are stored in the images' own
+(N, Cout, OH*OW) layout.  This module only moves values and schedules the
 work.
 """
 
@@ -18,9 +19,10 @@ import numpy as np
 from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
+from ..algorithms.products import finish, finish_add
 from .launch import kernel
 from .workspace import scratch
-from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, finish_padded, host_micro_kernel, packed_a, slp_vectorize,
+from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize,
                      tree_product_padded, tree_width)
 
 
@@ -136,8 +138,32 @@ _CONV_BLOCKS = {np.dtype(t): _make_conv_blocks(host_micro_kernel(t), MR, NR[np.d
                 for t, nt in ((np.float32, types.float32), (np.float64, types.float64))}
 
 
+@kernel("conv.finish_images", *[(types.Array(t, 3, "C"), types.Array(t, 3, "C"), types.Array(t, 2, "C"), types.boolean)
+                                  for t in (types.float32, types.float64)])
+@njit(parallel=True, cache=True, error_model="numpy")
+def _finish_images(out, cpad, bias_rows, has_bias):
+    # out[n, g*co_g + i, p] = the end of chain cpad[g, i, n*P + p]: the
+    # product's columns (n, p) put back into the images' (N, Cout, OH*OW)
+    # layout, so the output is an ordinary C-contiguous tensor.  One work
+    # item per (sample, output channel): a contiguous run of P values.
+    n_img, c_out, pixels = out.shape
+    groups, co_g = bias_rows.shape
+    for t in prange(n_img * c_out):
+        s, c = t // c_out, t % c_out
+        g, i = c // co_g, c % co_g
+        col0 = s * pixels
+        if has_bias:
+            for p in range(pixels):
+                out[s, c, p] = finish_add(cpad[g, i, col0 + p], bias_rows[g, i])
+        else:
+            for p in range(pixels):
+                out[s, c, p] = finish(cpad[g, i, col0 + p])
+
+
 def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
-    """out (G, Cout/G, N*OH*OW) = w_g (G, Cout/G, Cin/G*KH*KW) @ im2col(xpad) [+ bias_rows (G, Cout/G)]."""
+    """out (N, Cout, OH*OW) = w_g (G, Cout/G, Cin/G*KH*KW) @ im2col(xpad) [+ bias_rows (G, Cout/G)],
+    output channel g*Cout/G + i of sample n holding row i of group g's product
+    at the columns (n, 0 .. OH*OW-1)."""
     groups, _, kk = w_g.shape
     n_img, c_in, hp, wp = xpad.shape
     oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
@@ -152,7 +178,7 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     with slp_vectorize():
         _CONV_BLOCKS[dtype](cpad.reshape(-1), ap.reshape(-1), np.ascontiguousarray(xpad).reshape(-1), taps, groups,
                             m_panels, n_panels, kk, KC, NC_PANELS, c_in, hp, wp, sh, sw, n_img, oh, ow)
-    finish_padded(out, cpad, bias_rows=bias_rows if has_bias else None)
+    _finish_images(out, cpad, bias_rows, bool(has_bias))
 
 
 @kernel("conv.pack_cols_by_pixel", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13

@@ -41,7 +41,9 @@ def _kernel(dtype_name):
         col = cuda.blockIdx.x * tile + tx
         co = cuda.blockIdx.y * tile + ty
         g = cuda.blockIdx.z
-        groups, co_g, n_cols = out.shape[0], out.shape[1], out.shape[2]
+        groups, co_g = bias_rows.shape[0], bias_rows.shape[1]
+        pixels = out.shape[2]
+        n_cols = out.shape[0] * pixels
         kk = w_g.shape[2]
         c_g = c_in // groups
         # w_tile[r*TILE + t] = w_g[g, co0 + r, k0 + t], x_tile[t*TILE + c] = cols_g[k0 + t, col0 + c]
@@ -60,17 +62,19 @@ def _kernel(dtype_name):
             acc = dot_chain(w_tile, ty * tile, 1, x_tile, tx, tile, min(tile, kk - k0), acc)
             cuda.syncthreads()
         if co < co_g and col < n_cols:
+            # column (n, pixel) of output channel g*co_g + co: the images' layout
             if has_bias:
-                out[g, co, col] = finish_add(acc, bias_rows[g, co])
+                out[col // pixels, g * co_g + co, col % pixels] = finish_add(acc, bias_rows[g, co])
             else:
-                out[g, co, col] = finish(acc)
+                out[col // pixels, g * co_g + co, col % pixels] = finish(acc)
 
     return cuda.jit(cache=not SIMULATOR)(kernel), kernel
 
 
 def conv2d(stream, out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     """Same contract as softrep.cpu.conv.conv2d."""
-    groups, co_g, n_cols = out.shape
+    groups, co_g = bias_rows.shape
+    n_cols = out.shape[0] * out.shape[2]
     if groups * co_g * n_cols == 0:
         return
     c_in, hp, wp = xpad.shape[1], xpad.shape[2], xpad.shape[3]

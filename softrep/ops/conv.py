@@ -80,19 +80,20 @@ def _out_size(size, k, stride, dilation):
 
 def _conv2d_core(xpad, w, bias, stride, dilation, groups):
     """Forward of an unpadded 2-D convolution (no autograd): the implicit GEMM
-    W_g @ im2col(xpad) per group (softrep/cpu/conv.py, softrep/cuda/conv.py)."""
+    W_g @ im2col(xpad) per group (softrep/cpu/conv.py, softrep/cuda/conv.py),
+    which the kernels store straight into a C-contiguous (N, Cout, OH, OW) output."""
     n, c_in, hp, wp = xpad.shape
     c_out, c_g, kh, kw = w.shape
     oh, ow = _out_size(hp, kh, stride[0], dilation[0]), _out_size(wp, kw, stride[1], dilation[1])
     co_g = c_out // groups
-    out = xpad.new_empty((groups, co_g, n * oh * ow))
+    out = xpad.new_empty((n, c_out, oh * ow))
     if out.numel():
         w_g = w.detach().reshape(groups, co_g, c_g * kh * kw).contiguous()
         bias_rows = (bias.detach().reshape(groups, co_g) if bias is not None
-                     else xpad.new_zeros((groups, co_g))).contiguous()  # placeholder, never read without a bias
+                     else xpad.new_zeros((groups, co_g))).contiguous()  # without a bias: only its shape is read
         backend.execute(cpu_conv.conv2d, cuda_conv.conv2d, [out], [w_g, xpad.detach().contiguous(), bias_rows],
                         bias is not None, stride[0], stride[1], dilation[0], dilation[1], kh, kw)
-    return out.view(groups, co_g, n, oh, ow).permute(2, 0, 1, 3, 4).reshape(n, c_out, oh, ow)
+    return out.view(n, c_out, oh, ow)
 
 
 def _im2col(xpad, kernel, stride, dilation, groups):
