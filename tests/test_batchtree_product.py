@@ -67,6 +67,28 @@ def test_tree_product_is_the_materialised_tree(samples, k, m, n, dtype):
             assert_same_bits(node[0], value)
 
 
+@pytest.mark.parametrize("threads", [1, 64])
+def test_tree_product_split_into_children_keeps_the_bits(threads, monkeypatch):
+    """With many threads to feed, the CPU launcher computes each node as its
+    two children in the batch tree and joins them; with one thread it computes
+    the node whole.  Both give the materialised tree's bits, for node sizes
+    that are and are not powers of two."""
+    from types import SimpleNamespace
+
+    from softrep.cpu import linalg as cpu_linalg
+
+    # the thread count the launcher's schedule reads, and nothing else's
+    monkeypatch.setattr(cpu_linalg, "numba", SimpleNamespace(get_num_threads=lambda: threads))
+    samples, k, m, n = 23, 3, 5, 9
+    at, b = operands(7, samples, k, m, n, torch.float32)
+    for start, total in [(0, samples), (5, samples + 9)]:
+        want = materialised_nodes(at, b, start, total)
+        ranges = batchtree.node_ranges(start, samples, total)
+        got = products.tree_product(at, b, [(first, count) for _, _, first, count in ranges])
+        for (_, _, value), node in zip(want, got):
+            assert_same_bits(node[0], value)
+
+
 def test_tree_product_groups_are_independent():
     at, b = operands(5, 6, 4, 3, 5, torch.float32, specials=False)
     at2, b2 = operands(6, 6, 4, 3, 5, torch.float32, specials=False)

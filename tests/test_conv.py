@@ -396,23 +396,32 @@ def test_cpu_panels_hold_im2col(case, dtype):
 @pytest.mark.parametrize("case", WIDE_CASES)
 def test_cpu_weight_grad_operand_holds_im2col(case, dtype):
     """The weight gradient's CPU packer writes, for every sample, group and
-    output pixel, the row of im2col values F.unfold gives, then +0 up to the
-    padded width."""
+    block of NR rows of im2col, each output pixel's NR values F.unfold gives,
+    then +0 past the last row."""
     from softrep.algorithms.convolution import output_size
     from softrep.cpu import conv as cpu_conv
-    from softrep.cpu.linalg import tree_width
+    from softrep.cpu.linalg import NR
 
     n, ci, hp, wp, (kh, kw), (sh, sw), (dh, dw), groups = case
     x = normal_tensor(10, (n, ci, hp, wp), dtype)
     oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
     kk = ci // groups * kh * kw
     cols = F.unfold(x, (kh, kw), dilation=(dh, dw), stride=(sh, sw))
-    want = cols.view(n, groups, kk, oh * ow).transpose(2, 3).numpy()
-    b_pad = np.full((n, groups, oh * ow, tree_width(kk, want.dtype)), np.nan, want.dtype)
-    cpu_conv._pack_cols_by_pixel(b_pad, x.numpy().reshape(-1), ci, hp, wp, groups, kh, kw, sh, sw, dh, dw, n, oh, ow)
-    np.testing.assert_array_equal(b_pad[..., :kk].view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
-    tail = b_pad[..., kk:]
-    assert not tail.any() and not np.signbit(tail).any()
+    want = np.ascontiguousarray(cols.view(n, groups, kk, oh * ow).transpose(2, 3).numpy())
+    nr = NR[want.dtype]
+    taps = cpu_conv._taps(groups, ci // groups, kh, kw, dh, dw, hp, wp)
+    for s in range(n):
+        for g in range(groups):
+            for k0 in range(0, kk, nr):
+                buf = np.full(oh * ow * nr, np.nan, want.dtype)
+                cpu_conv._pack_pixel_rows(buf, x.numpy().reshape(-1), taps, g, kk, k0, nr, s, ci, hp, wp, sh, sw,
+                                          oh, ow)
+                got = buf.reshape(oh * ow, nr)
+                valid = min(nr, kk - k0)
+                np.testing.assert_array_equal(got[:, :valid].view(np.uint8),
+                                              np.ascontiguousarray(want[s, g, :, k0:k0 + valid]).view(np.uint8))
+                tail = got[:, valid:]
+                assert not tail.any() and not np.signbit(tail).any()
 
 
 @pytest.mark.simulator

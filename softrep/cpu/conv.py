@@ -19,11 +19,11 @@ import numpy as np
 from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
-from ..algorithms.products import finish, finish_add
+from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot
 from .launch import kernel
 from .workspace import scratch
-from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize,
-                     tree_product_padded, tree_width)
+from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize, tree_first_operand,
+                     tree_nodes, tree_run)
 
 
 @njit(cache=True, error_model="numpy")
@@ -181,44 +181,112 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     _finish_images(out, cpad, bias_rows, bool(has_bias))
 
 
-@kernel("conv.pack_cols_by_pixel", *[(types.Array(t, 4, "C"), types.Array(t, 1, "C")) + (types.int64,) * 13
-                                      for t in (types.float32, types.float64)])
-@njit(parallel=True, cache=True, error_model="numpy")
-def _pack_cols_by_pixel(b_pad, xflat, c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw, n_img, oh, ow):
-    # b_pad (N, G, OH*OW, npad): b_pad[s, g, p, k] is row k of group g's cols
-    # at column (s, p) -- the value F.unfold puts at [s, g*K + k, p] -- and +0
-    # for k >= K: the im2col of one sample, transposed and zero-padded, as
-    # the weight gradient's tree product reads it.  One work item per
-    # (sample, group); the taps' offsets are computed once per item.
-    c_g = c_in // groups
-    kk = c_g * kh * kw
-    npad = b_pad.shape[3]
-    pixels = oh * ow
-    flat = b_pad.reshape(-1)
-    for t in prange(n_img * groups):
-        s, g = t // groups, t % groups
-        taps = np.empty(kk, np.uint64)
-        for k in range(kk):
-            taps[k] = tap_offset(k, g, c_g, kh, kw, dh, dw, hp, wp)
-        for p in range(pixels):
-            base = np.uint64(column_offset(s * pixels + p, oh, ow, sh, sw, c_in, hp, wp))
-            row = np.uint64((t * pixels + p) * npad)
-            for k in range(np.uint64(kk)):
-                flat[row + k] = xflat[base + taps[k]]
-            for k in range(np.uint64(kk), np.uint64(npad)):
-                flat[row + k] = 0
+@njit(cache=True, error_model="numpy")
+def _pack_pixel_rows(buf, xflat, taps, g, kk, k0, nr, s, c_in, hp, wp, sh, sw, oh, ow):
+    # buf[p*nr + j] = row k0 + j of group g's cols at column (s, p) -- the
+    # value F.unfold puts at [s, g*K + k0 + j, p] -- and +0 for k0 + j >= K:
+    # one NR-wide block of sample s's transposed im2col, rows contiguous, as
+    # the weight gradient's micro-kernel reads its second operand.  The
+    # block's tap offsets (taps[g*K + k]) are read once per block.
+    valid = min(nr, kk - k0)
+    offs = np.empty(nr, np.uint64)
+    for j in range(valid):
+        offs[j] = taps[g * kk + k0 + j]
+    unr = np.uint64(nr)
+    uvalid = np.uint64(valid)
+    usw = np.uint64(sw)
+    row = np.uint64(0)
+    for r in range(oh):
+        # output row r of sample s starts at column_offset(s*OH*OW + r*OW)
+        base = np.uint64(column_offset((s * oh + r) * ow, oh, ow, sh, sw, c_in, hp, wp))
+        for c in range(np.uint64(ow)):
+            src = base + c * usw
+            for j in range(uvalid):
+                buf[row + j] = xflat[src + offs[j]]
+            for j in range(uvalid, unr):
+                buf[row + j] = 0
+            row += unr
+
+
+def _make_weight_grad_blocks(micro, mr, nr, dtype):
+    index = types.Array(types.int64, 1, "C")
+    flat = types.Array(dtype, 1, "C")
+
+    @kernel(f"conv.weight_grad_blocks.{dtype}", (types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"), flat,
+                                                 types.Array(types.uint64, 1, "C"), index, index) + (types.int64,) * 11)
+    @njit(parallel=True, cache=True, error_model="numpy")
+    def weight_grad_blocks(out, at, xflat, taps, first, counts, slots, run, c_in, hp, wp, sh, sw, oh, ow, groups,
+                           kk):
+        # at (S, G, OH*OW, mpad): the output gradient transposed, k-major and
+        # zero-padded to whole MR-row panels; out (nodes, G, M, K).  One task
+        # per (node, group, NR-column block of K, run of `run` row panels),
+        # the tree product of `softrep.cpu.linalg`'s tree_blocks: for each
+        # sample in order, its block of the transposed im2col is packed from
+        # xpad into the task's buffer (`_pack_pixel_rows`), while it is in
+        # cache, and every panel's chains of that sample run from +0 over the
+        # OH*OW pixels into the sample's slot of the stack, which
+        # `tree_carry` merges as the samples come.
+        groups_, pixels, mpad = at.shape[1], at.shape[2], at.shape[3]
+        m = out.shape[2]
+        panels = mpad // mr
+        runs = (panels + run - 1) // run
+        columns = (kk + nr - 1) // nr
+        at_flat = at.reshape(-1)
+        for t in prange(first.size * groups * columns * runs):
+            node = t // (groups * columns * runs)
+            g = (t // (columns * runs)) % groups
+            jp = (t // runs) % columns
+            ip0 = (t % runs) * run
+            ip1 = min(ip0 + run, panels)
+            ld = (ip1 - ip0) * mr * nr
+            stack = np.empty(slots * ld, at.dtype)
+            buf = np.empty(pixels * nr, at.dtype)
+            count = 0
+            for s in range(first[node], first[node] + counts[node]):
+                _pack_pixel_rows(buf, xflat, taps, g, kk, jp * nr, nr, s, c_in, hp, wp, sh, sw, oh, ow)
+                a_base = (s * groups + g) * pixels * mpad
+                c_base = tree_slot(count) * ld
+                for ip in range(ip0, ip1):
+                    micro(at_flat, buf, stack, a_base + ip * mr, 0, c_base + (ip - ip0) * mr * nr, nr, pixels, True,
+                          mpad, nr)
+                count = tree_carry(stack, ld, count, ld)
+            tree_finish(stack, ld, count, ld)
+            for ip in range(ip0, ip1):
+                for r in range(min(mr, m - ip * mr)):
+                    for j in range(min(nr, kk - jp * nr)):
+                        out[node, g, ip * mr + r, jp * nr + j] = stack[((ip - ip0) * mr + r) * nr + j]
+
+    return weight_grad_blocks
+
+
+_WEIGHT_GRAD_BLOCKS = {np.dtype(t): _make_weight_grad_blocks(micro_kernel(t, MR, NR[np.dtype(t)], strided=True), MR,
+                                                             NR[np.dtype(t)], nt)
+                       for t, nt in ((np.float32, types.float32), (np.float64, types.float64))}
 
 
 def weight_grad_tree(out, g_t, xpad, first, counts, sh, sw, dh, dw, kh, kw, groups):
     """out (nodes, G, Cout/G, K): for each node the batch tree over its samples
     (first[node], counts[node]) of g_t[s, g]^T @ cols_t[s, g], g_t (N, G, OH*OW,
     Cout/G) the output gradient (any layout), cols_t the transposed im2col of
-    xpad (N, Cin, Hp, Wp) -- `softrep.cpu.linalg.tree_product` of
-    (g_t, cols_t), with cols_t packed straight from xpad."""
+    xpad (N, Cin, Hp, Wp): the chains and the tree of
+    `softrep.cpu.linalg.tree_product` of (g_t, cols_t), with cols_t never
+    stored whole (each task packs one sample's block of it at a time)."""
     n_img, c_in, hp, wp = xpad.shape
     oh, ow = output_size(hp, kh, sh, dh), output_size(wp, kw, sw, dw)
-    kk = c_in // groups * kh * kw
-    b_pad = np.empty((n_img, groups, oh * ow, tree_width(kk, xpad.dtype)), xpad.dtype)
-    _pack_cols_by_pixel(b_pad, np.ascontiguousarray(xpad).reshape(-1), c_in, hp, wp, groups, kh, kw, sh, sw, dh, dw,
-                        n_img, oh, ow)
-    tree_product_padded(out, g_t, b_pad, first, counts)
+    c_g = c_in // groups
+    kk = c_g * kh * kw
+    dtype = xpad.dtype
+    at = tree_first_operand(g_t, dtype)
+    panels = at.shape[3] // MR
+    run = tree_run(panels)
+    xflat = np.ascontiguousarray(xpad).reshape(-1)
+    taps = _taps(groups, c_g, kh, kw, dh, dw, hp, wp)
+
+    def compute(nodes_out, nodes_first, nodes_counts):
+        slots = 1 + max(int(nodes_counts.max()) - 1, 0).bit_length()
+        with slp_vectorize():
+            _WEIGHT_GRAD_BLOCKS[dtype](nodes_out, at, xflat, taps, nodes_first, nodes_counts, slots, run, c_in, hp,
+                                       wp, sh, sw, oh, ow, groups, kk)
+
+    columns = ceil_to(kk, NR[dtype]) // NR[dtype]
+    tree_nodes(compute, out, first, counts, first.size * groups * columns * -(-panels // run))

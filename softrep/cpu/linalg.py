@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import os
 
 import llvmlite.binding as llvm
+import numba
 import numpy as np
 from numba import carray, njit, prange, types
 from numba.core import config as _numba_config
@@ -510,35 +511,82 @@ def serial_product(dtype, out, a, b, m, k, n):
 # --------------------------------------------------------------------------- per-sample chains into the batch tree
 
 
-TREE_PANELS = 4  # row panels per task of the weight-gradient tree product
+TREE_PANELS = 4  # the most row panels per task of the weight-gradient tree products
+
+
+def tree_run(panels):
+    """Row panels per task of a tree product: TREE_PANELS, so that each task's
+    column block of b is read (or packed) once for all of them."""
+    return max(1, min(TREE_PANELS, panels))
+
+
+def tree_nodes(compute, out, first, counts, tasks):
+    """out[node] = the batch tree over the samples (first[node], counts[node])
+    by compute(out, first, counts), a tree-product launch of `tasks` tasks.
+
+    When those tasks would leave some of Numba's threads idle for part of the
+    launch, each node of two or more samples is computed as its two children in
+    the batch tree (`tree_carry`'s: the first 2^j samples, 2^j the largest
+    power of two below the count, then the rest), twice as many tasks, and
+    joined by `finish_add` -- the root's add_rn and the canonical NaN, the
+    node's own bits."""
+    threads = numba.get_num_threads()
+    if threads == 1 or tasks >= 4 * threads or first.size == 0 or counts.min() < 2:
+        compute(out, first, counts)
+        return
+    left = np.left_shift(1, np.array([int(c - 1).bit_length() - 1 for c in counts], dtype=np.int64))
+    halves = np.empty((2 * first.size,) + out.shape[1:], out.dtype)
+    tree_nodes(compute, halves, np.concatenate((first, first + left)), np.concatenate((left, counts - left)),
+               2 * tasks)
+    nodes, width = first.size, out.shape[-1]
+    _finish_outputs_add(out.reshape(nodes, -1, width), halves[:nodes].reshape(nodes, -1, width),
+                        halves[nodes:].reshape(nodes, -1, width))
+
+
+def tree_first_operand(at, dtype):
+    """at (S, G, K, M), any layout, copied k-major and zero-padded to whole
+    MR-row panels: (S, G, K, ceil(M / MR) * MR), as the tree products read it."""
+    samples, groups, k_count, m = at.shape
+    mpad = ceil_to(m, MR)
+    at_pad = scratch("packed_a", (samples, groups, k_count, mpad), dtype)
+    a = at.transpose(0, 1, 3, 2)
+    if a.flags.c_contiguous and at_pad.size:
+        # at is the transpose of a C-contiguous (S, G, M, K), as an output
+        # gradient (N, C, pixels) is: at_pad is then a's packing into one
+        # panel mpad rows wide, in parallel over the samples
+        _pack_a(at_pad.reshape(samples * groups, 1, k_count, mpad), a.reshape(samples * groups, m, k_count), mpad)
+    else:
+        at_pad[..., :m] = at
+        at_pad[..., m:] = 0
+    return at_pad
 
 
 def _make_tree_blocks(micro, mr, nr, dtype):
     index = types.Array(types.int64, 1, "C")
 
     @kernel(f"linalg.tree_blocks.{dtype}", (types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"),
-                                            types.Array(dtype, 4, "C"), index, index, _I))
+                                            types.Array(dtype, 4, "C"), index, index, _I, _I))
     @njit(parallel=True, cache=True)
-    def tree_blocks(out, at, bm, first, counts, slots):
+    def tree_blocks(out, at, bm, first, counts, slots, run):
         # at (S, G, K, mpad) k-major, bm (S, G, K, npad), both zero-padded to
         # whole register blocks; out (nodes, G, M, N).  One task per (node,
-        # group, nr-column block, run of TREE_PANELS mr-row panels): each
-        # sample's column block of bm is read once from memory and then from
-        # cache for every panel of the run.  The stack holds `slots` slots of
-        # the run's (panels * mr) x nr outputs.
+        # group, nr-column block, run of `run` mr-row panels): each sample's
+        # column block of bm is read once from memory and then from cache
+        # for every panel of the run.  The stack holds `slots` slots of the
+        # run's (panels * mr) x nr outputs.
         s_count, groups, k_count, mpad = at.shape
         npad = bm.shape[3]
         m, n = out.shape[2], out.shape[3]
         panels = mpad // mr
-        runs = (panels + TREE_PANELS - 1) // TREE_PANELS
+        runs = (panels + run - 1) // run
         columns = npad // nr
         at_flat, b_flat = at.reshape(-1), bm.reshape(-1)
         for t in prange(first.size * groups * columns * runs):
             node = t // (groups * columns * runs)
             g = (t // (columns * runs)) % groups
             jp = (t // runs) % columns
-            ip0 = (t % runs) * TREE_PANELS
-            ip1 = min(ip0 + TREE_PANELS, panels)
+            ip0 = (t % runs) * run
+            ip1 = min(ip0 + run, panels)
             ld = (ip1 - ip0) * mr * nr
             stack = np.empty(slots * ld, at.dtype)
             count = 0
@@ -581,27 +629,21 @@ def tree_product(out, at, bm, first, counts, dims):
         return
     samples, groups, k_count, m, n = (int(d) for d in dims)
     dtype = out.dtype
-    b_pad = np.zeros((samples, groups, k_count, tree_width(n, dtype)), dtype)
+    npad = ceil_to(n, NR[np.dtype(dtype)])
+    b_pad = scratch("packed_b", (samples, groups, k_count, npad), dtype)
     b_pad[..., :n] = bm.reshape(samples, groups, k_count, n)
-    tree_product_padded(out.reshape(-1, groups, m, n), at.reshape(samples, groups, k_count, m), b_pad, first, counts)
+    b_pad[..., n:] = 0
+    at_pad = tree_first_operand(at.reshape(samples, groups, k_count, m), dtype)
+    panels = at_pad.shape[3] // MR
+    run = tree_run(panels)
 
+    def compute(nodes_out, nodes_first, nodes_counts):
+        slots = 1 + max(int(nodes_counts.max()) - 1, 0).bit_length()
+        with slp_vectorize():
+            _tree_blocks[dtype](nodes_out, at_pad, b_pad, nodes_first, nodes_counts, slots, run)
 
-def tree_width(n, dtype):
-    """The zero-padded width of `tree_product`'s second operand: whole register blocks."""
-    return ceil_to(n, NR[np.dtype(dtype)])
-
-
-def tree_product_padded(out, at, b_pad, first, counts):
-    """`tree_product` with the second operand already zero-padded to
-    `tree_width` columns (b_pad (S, G, K, npad), C-contiguous; the padding
-    must be +0) and at (S, G, K, M) in any layout; out (nodes, G, M, N)."""
-    samples, groups, k_count, m = at.shape
-    dtype = out.dtype
-    at_pad = np.zeros((samples, groups, k_count, ceil_to(m, MR)), dtype)
-    at_pad[..., :m] = at
-    slots = 1 + max(int(counts.max()) - 1, 0).bit_length()
-    with slp_vectorize():
-        _tree_blocks[dtype](out, at_pad, b_pad, first, counts, slots)
+    tree_nodes(compute, out.reshape(-1, groups, m, n), first, counts,
+               first.size * groups * (npad // NR[np.dtype(dtype)]) * -(-panels // run))
 
 
 def bmm_narrow(out, a, b, spec, fmt, addend=None):
