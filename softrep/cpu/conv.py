@@ -226,7 +226,7 @@ def _make_weight_grad_blocks(micro, mr, nr, dtype):
         # cache, and every panel's chains of that sample run from +0 over the
         # OH*OW pixels into the sample's slot of the stack, which
         # `tree_carry` merges as the samples come.
-        groups_, pixels, mpad = at.shape[1], at.shape[2], at.shape[3]
+        pixels, mpad = at.shape[2], at.shape[3]
         m = out.shape[2]
         panels = mpad // mr
         runs = (panels + run - 1) // run
