@@ -222,6 +222,68 @@ def test_order_is_sequential_over_channels_then_kernel():
         assert out.item() == len(positions) - 1 - max(p, q)
 
 
+STRIDED_CASES = [  # N, Cin, Cout, H, W, (KH, KW), stride, padding, dilation, groups
+    (2, 4, 6, 7, 9, (3, 3), (2, 2), 1, (1, 1), 2),
+    (1, 2, 3, 8, 8, (1, 1), (2, 2), 0, (1, 1), 1),  # half the input positions get no tap
+    (1, 3, 2, 9, 7, (4, 2), (3, 2), (3, 1), (2, 1), 1),
+    (2, 2, 4, 6, 11, (2, 3), (2, 3), (0, 2), (2, 2), 2),
+    (1, 1, 2, 5, 5, (3, 3), (2, 2), 4, (1, 1), 1),  # padding wider than the kernel
+]
+
+
+def _input_grad(x, w, case, g, zero_inserted, monkeypatch):
+    """grad_input of conv2d, the strided one by its phases, or (zero_inserted)
+    through the zero-inserted gradient of the documented order."""
+    n, ci, co, h, wd, k, s, p, d, groups = case
+    taken = []
+    phases = C._input_grad_by_phases
+    with monkeypatch.context() as m:
+        m.setattr(C, "_input_grad_by_phases",
+                  (lambda *args: None) if zero_inserted else (lambda *args: taken.append(phases(*args)) or taken[-1]))
+        xx = x.clone().requires_grad_()
+        (gx,) = torch.autograd.grad(C.conv2d(xx, w, None, s, p, d, groups), xx, g)
+    return gx, taken
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", STRIDED_CASES)
+def test_strided_input_grad_by_phases_is_the_zero_inserted_one(case, dtype, monkeypatch):
+    """The phases drop only the zero terms of gz; with infinities and NaNs in g
+    they still give the bits of the zero-inserted chains."""
+    x, w, _ = _inputs(case, dtype, seed=30)
+    out = C.conv2d(x, w, None, *case[6:9], case[9])
+    g = normal_tensor(34, out.shape, dtype)
+    g.view(-1)[::7] = float("inf")
+    g.view(-1)[3::11] = float("nan")
+    g.view(-1)[5::13] = -0.0
+    got, taken = _input_grad(x, w, case, g, False, monkeypatch)
+    want, _ = _input_grad(x, w, case, g, True, monkeypatch)
+    assert len(taken) == 1 and taken[0] is not None  # the phases ran
+    assert_same_bits(got, want)
+
+
+def test_strided_input_grad_keeps_the_zero_terms_where_they_count(monkeypatch):
+    """Two chains where a dropped term fma(0, w, acc) would move a bit: an
+    infinite weight (0 * inf is NaN), and an accumulator at -0 (an underflow)
+    that a zero term with w > 0 turns into +0.  Both take the zero-inserted
+    gradient, and the MPFR oracle agrees."""
+    case = (1, 1, 1, 1, 5, (1, 3), (1, 2), 0, (1, 1), 1)
+    x = torch.zeros((1, 1, 1, 5))
+    g = torch.tensor([[[[-1e-30, 1.0]]]])
+    # input 2 gets, k = 2 .. 0: g[0] * w[2] (underflows to -0), a zero of gz
+    # times w[1] (-0 + +0 = +0), g[1] * w[0] (+0 + -0 stays +0)
+    w = torch.tensor([[[[-0.0, 1.0, 1e-30]]]])
+    got, taken = _input_grad(x, w, case, g, False, monkeypatch)
+    assert taken == [None]
+    _, grads = oracle_conv2d(x, w, None, (1, 2), [(0, 0), (0, 0)], (1, 1), 1)
+    want = grads(g)[0]
+    assert_same_bits(got, want)
+    assert bits(got)[0, 0, 0, 2] == 0  # +0
+    w_inf = torch.tensor([[[[1.0, float("inf"), 2.0]]]])
+    got, taken = _input_grad(x, w_inf, case, torch.ones((1, 1, 1, 2)), False, monkeypatch)
+    assert taken == [None] and torch.isnan(got[0, 0, 0, 2])
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_batch_invariance(dtype):
     case = CASES[0]

@@ -176,6 +176,8 @@ def avg_windows(H, W, k, s, p, ceil, count_include_pad, override):
     ((2, 3), (2, 1), (1, 0), True, True, None),
     ((2, 2), (1, 2), (0, 0), False, True, 3),
     ((12, 12), (5, 5), (6, 6), False, True, None),  # 144 positions: -0 padding across a block boundary
+    ((2, 2), (2, 2), (0, 0), False, True, None),  # windows that tile the plane, the last column in none
+    ((3, 2), (3, 2), (0, 0), True, False, 5),  # tiles; ceil_mode adds no window here
 ])
 def test_avg_pool2d_exact(k, s, p, ceil, cip, override):
     x = wide_values(4, (2, 6, 7))
@@ -190,7 +192,7 @@ def test_avg_pool2d_exact(k, s, p, ceil, cip, override):
     assert out.shape == ref.shape
 
 
-@pytest.mark.parametrize("size", [(3, 4), 1, (None, 2)])
+@pytest.mark.parametrize("size", [(3, 4), 1, (None, 2), (7, 1), (None, 5)])  # 1, (7, 1), (None, 5): tiles
 def test_adaptive_avg_pool2d_exact(size):
     H, W = 7, 5
     x = wide_values(6, (2, H, W))

@@ -20,6 +20,17 @@ construction, slower).
 import torch
 
 
+def values_readable(*tensors):
+    """Whether Python may branch on these tensors' values: no vmap level wraps
+    any of them (torch.func's grad levels allow it, vmap's do not)."""
+    for t in tensors:
+        while torch._C._functorch.is_functorch_wrapped_tensor(t):
+            if torch._C._functorch.is_batchedtensor(t):
+                return False
+            t = torch._C._functorch.get_unwrapped(t)
+    return True
+
+
 def front(t, dim):
     """t with its batch dimension `dim` moved to the front (t itself if unbatched)."""
     return t if dim is None or t is None else t.movedim(dim, 0)

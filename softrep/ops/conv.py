@@ -34,6 +34,7 @@ Backward (all products of `softrep.ops.products`, same k order):
   order over (oh, ow)), then the batch tree over n.
 """
 
+import math
 import numbers
 
 import torch
@@ -128,6 +129,78 @@ def _spread(g, stride, before, size):
     return torch.slice_scatter(g.new_zeros((n, c, size[0], size[1])), rows, 2, bh, bh + (oh - 1) * sh + 1, sh)
 
 
+def _phase_taps(k_size, d, s, before, size, out_size):
+    """One spatial dim of the input gradient split by input position modulo s.
+
+    Input position ih = e + s*u (u = 0 .. ceil(size/s) - 1; e = 0 .. s-1) sits
+    at i = before + ih of the padded input and receives the terms
+    g[o] * w[k] with o*s + k*d = i: the taps k with k*d = i (mod s), the same
+    for every u.  With those taps in the chain's order (k descending) and
+    g[o] read at o = (i - k*d) / s, the terms of every u are a stride-1
+    correlation of g with dilation d / gcd(d, s).  Per e: None when no tap
+    reaches it, else (flipped tap indices KH-1-k in chain order, dilation,
+    rows lo..hi of g to read, zeros before, zeros after)."""
+    length = -(-size // s)
+    plans = []
+    for e in range(s):
+        i0 = before + e
+        r = i0 % s
+        taps = [k for k in range(k_size - 1, -1, -1) if (k * d - r) % s == 0]
+        if not taps:
+            plans.append(None)
+            continue
+        step = d // math.gcd(d, s)
+        # padded g: gpad[v] = g[v - front], read at v = u + j*step for tap j
+        front = (taps[0] * d - r) // s - i0 // s
+        span = length + (len(taps) - 1) * step
+        lo, hi = max(0, -front), min(out_size, span - front)
+        if hi <= lo:  # every term reads a zero of gz
+            plans.append(None)
+            continue
+        plans.append(([k_size - 1 - k for k in taps], step, lo, hi, lo + front, span - (lo + front) - (hi - lo)))
+    return plans, length
+
+
+def _input_grad_by_phases(g, w_t, x_shape, pads, stride, dilation, groups):
+    """grad_input of a strided convolution without the zeros of gz: the input
+    positions split by (ih mod sh, iw mod sw), each phase the stride-1
+    convolution of g with the taps that reach it (`_phase_taps`), the phases
+    then interleaved (values only moved).  None where that could move a bit.
+
+    Each chain keeps its nonzero terms in their order and drops only terms
+    fma(0, w, acc).  For a finite w such a term returns acc unchanged, except
+    acc = -0 with w >= +0, which it turns into +0.  So the chains without them
+    end with the same value, except possibly for a -0 that the chain with them
+    ends as +0 (a chain from +0 reaches -0 only by an underflow); when w is
+    not finite or a -0 appears, the zero-inserted form is used instead."""
+    if not (batching.values_readable(g, w_t) and bool(torch.isfinite(w_t).all())):
+        return None
+    n, c_in, height, width = x_shape
+    kh, kw = w_t.shape[2:]
+    rows, length_h = _phase_taps(kh, dilation[0], stride[0], pads[0][0], height, g.shape[2])
+    cols, length_w = _phase_taps(kw, dilation[1], stride[1], pads[1][0], width, g.shape[3])
+    phase_rows = []
+    for plan_h in rows:
+        phases = []
+        for plan_w in cols:
+            if plan_h is None or plan_w is None:
+                phases.append(g.new_zeros((n, c_in, length_h, length_w)))
+                continue
+            (taps_h, step_h, lo_h, hi_h, fh, bh), (taps_w, step_w, lo_w, hi_w, fw, bw) = plan_h, plan_w
+            v = w_t.index_select(2, torch.tensor(taps_h, device=w_t.device)).index_select(
+                3, torch.tensor(taps_w, device=w_t.device))
+            phases.append(Conv2dFunction.apply(g[:, :, lo_h:hi_h, lo_w:hi_w], v, None, (1, 1), ((fh, bh), (fw, bw)),
+                                               (step_h, step_w), groups))
+        phase_rows.append(torch.stack(phases, dim=-1).reshape(n, c_in, length_h, length_w * stride[1]))
+    gx = torch.stack(phase_rows, dim=3).reshape(n, c_in, length_h * stride[0], length_w * stride[1])
+    gx = gx[:, :, :height, :width]
+    negative_zero = torch.tensor(-0.0, dtype=gx.dtype).view(torch.int32 if gx.dtype == torch.float32 else torch.int64)
+    bits = gx.detach().view(negative_zero.dtype)
+    if bool((bits == negative_zero.to(bits.device)).any()):
+        return None
+    return gx
+
+
 def _weight_grad_nodes(g_t, xpad, ranges, stride, dilation, kernel, groups):
     """`tree_product(g_t, cols_t, ranges)` on the CPU, cols_t (the transposed
     im2col of xpad) packed by the launcher from xpad itself: the same chains
@@ -189,9 +262,12 @@ class Conv2dFunction(backend.Function):
                 # padding (zh + oh + zh = zh + hp rows, the same +0s)
                 gxpad = Conv2dFunction.apply(g, w_t, None, (1, 1), ((zh, zh), (zw, zw)), dilation, groups)
             else:
-                gz_framed = _spread(g, stride, (zh, zw), (zh + hp, zw + wp))
-                gxpad = Conv2dFunction.apply(gz_framed, w_t, None, (1, 1), ((0, 0), (0, 0)), dilation, groups)
-            gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
+                gx = _input_grad_by_phases(g, w_t, x_shape, pads, stride, dilation, groups)
+                if gx is None:
+                    gz_framed = _spread(g, stride, (zh, zw), (zh + hp, zw + wp))
+                    gxpad = Conv2dFunction.apply(gz_framed, w_t, None, (1, 1), ((0, 0), (0, 0)), dilation, groups)
+            if gx is None:
+                gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
         if ctx.needs_input_grad[1]:
             # per sample (docs/order.md, "The batch order"): one chain over its
             # (oh, ow) per weight element, then the batch tree over n

@@ -4,7 +4,9 @@
 The average pools read their windows through a window table: for every
 output position (oh, ow), the flat in-plane indices ih * W + iw of its window
 in row-major (kh, kw) order, -1 standing for padding or for the unused tail of
-a shorter adaptive window.  max_pool2d finds each window's winner with one
+a shorter adaptive window; windows that tile the plane (stride = kernel, no
+padding; an adaptive pool of a divisor of the size) are read by a reshape
+instead, the same values in the same order.  max_pool2d finds each window's winner with one
 kernel (softrep.ops.pooling; integer comparisons only).  Values are moved
 with `embedding.gather_rows` (exact copies) and their gradients come back
 through `embedding.scatter_sum_rows`:
@@ -126,10 +128,21 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 # ----------------------------------------------------------------------------- average pools
 
-def _window_mean(x, table, divisor):
-    """softrep.sum of each window (padding as -0, an exact identity of add_rn), then
-    one div_rn by `divisor` (a tensor broadcast over (OH*OW,))."""
-    vals = _gather_windows(x, table, -0.0)  # (N, C, OH*OW, K)
+def _tiles(x, out_size, kernel):
+    """x (N, C, H, W) -> (N, C, OH*OW, KH*KW): the values of windows that tile
+    the top-left OH*KH x OW*KW corner of each plane, in row-major (kh, kw)
+    order -- what `_gather_windows` gathers for such windows, moved by a
+    reshape and a permute.  Every element lies in at most one window, so its
+    gradient is the one term the scatter-sum would copy, or +0."""
+    (n, c), (oh, ow), (kh, kw) = x.shape[:2], out_size, kernel
+    tiles = x[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw).permute(0, 1, 2, 4, 3, 5)
+    return tiles.reshape(n, c, oh * ow, kh * kw)
+
+
+def _window_mean(vals, divisor):
+    """softrep.sum of each window's values (N, C, OH*OW, K) (padding as -0, an
+    exact identity of add_rn), then one div_rn by `divisor` (a tensor broadcast
+    over (OH*OW,))."""
     return E.div(R.sum(vals, dim=-1), divisor)
 
 
@@ -162,7 +175,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     N, C, H, W = x.shape
     OH = _out_size(fn, H, kernel[0], stride[0], padding[0], 1, ceil_mode)
     OW = _out_size(fn, W, kernel[1], stride[1], padding[1], 1, ceil_mode)
-    table = _window_table(H, W, OH, OW, kernel, stride, padding, (1, 1), x.device)
+    if stride == kernel and padding == (0, 0) and OH * kernel[0] <= H and OW * kernel[1] <= W:
+        vals = _tiles(x, (OH, OW), kernel)
+    else:
+        vals = _gather_windows(x, _window_table(H, W, OH, OW, kernel, stride, padding, (1, 1), x.device), -0.0)
     if divisor_override is not None:
         divisor = torch.tensor(float(divisor_override), dtype=x.dtype, device=x.device)
     else:
@@ -176,7 +192,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         hh = extent(OH, H, kernel[0], stride[0], padding[0], count_include_pad)
         ww = extent(OW, W, kernel[1], stride[1], padding[1], count_include_pad)
         divisor = (hh[:, None] * ww[None, :]).reshape(-1).to(x.dtype)  # exact below 2^24 elements
-    out = _window_mean(x, table, divisor).reshape(N, C, OH, OW)
+    out = _window_mean(vals, divisor).reshape(N, C, OH, OW)
     return out.squeeze(0) if squeezed else out
 
 
@@ -207,6 +223,10 @@ def adaptive_avg_pool2d(input, output_size):
         end = ((o + 1) * size + n_out - 1) // n_out
         return start, end
 
+    if H % OH == 0 and W % OW == 0:  # equal windows that tile the plane
+        divisor = torch.tensor(float((H // OH) * (W // OW)), dtype=x.dtype, device=x.device)
+        out = _window_mean(_tiles(x, (OH, OW), (H // OH, W // OW)), divisor).reshape(N, C, OH, OW)
+        return out.squeeze(0) if squeezed else out
     hs, he = bounds(OH, H)
     ws, we = bounds(OW, W)
     KH, KW = int((he - hs).max()), int((we - ws).max())
@@ -215,7 +235,7 @@ def adaptive_avg_pool2d(input, output_size):
     inside = (ih < he[:, None])[:, None, :, None] & (iw < we[:, None])[None, :, None, :]
     table = torch.where(inside, ih[:, None, :, None] * W + iw[None, :, None, :], -1).reshape(OH * OW, KH * KW)
     divisor = ((he - hs)[:, None] * (we - ws)[None, :]).reshape(-1).to(x.dtype)
-    out = _window_mean(x, table, divisor).reshape(N, C, OH, OW)
+    out = _window_mean(_gather_windows(x, table, -0.0), divisor).reshape(N, C, OH, OW)
     return out.squeeze(0) if squeezed else out
 
 
