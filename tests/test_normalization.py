@@ -283,12 +283,15 @@ def test_noncontiguous_same_bits():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("shape", [(4, 3, 2, 5), (6, 3), (3, 2, 130)])
+@pytest.mark.parametrize("shape", [(4, 3, 2, 5), (6, 3), (3, 2, 130), (4, 4, 8, 8), (3, 4, 16, 16)])
 def test_batch_norm_fused_passes_equal_separate_ops(dtype, shape):
     """batch_norm in training fuses its per-channel passes (softrep.ops.channels)
-    when no graph of the backward is recorded; with create_graph the separate
-    ops run.  Both must give the same bits, also on signed zeros, subnormals,
-    infinities and NaN (one channel holds them, the others stay finite)."""
+    when no graph of the backward is recorded, the affine map and its
+    gradients included; with create_graph the separate ops run.  Both must
+    give the same bits, also on signed zeros, subnormals, infinities and NaN
+    (one channel holds them, the others stay finite).  (4, 4, 8, 8) and
+    (3, 4, 16, 16): float32 rows that the CPU takes 8 at a time, the second
+    with 4 rows left over."""
     from softrep.nn.functional import normalization as N
 
     gen = torch.Generator().manual_seed(5)
@@ -312,6 +315,20 @@ def test_batch_norm_fused_passes_equal_separate_ops(dtype, shape):
     (gx_fused,) = torch.autograd.grad(out, x, g, retain_graph=True)
     (gx_separate,) = torch.autograd.grad(out, x, g, create_graph=True)
     assert same_bits(gx_fused, gx_separate)
+    w = torch.randn(shape[1], generator=gen, dtype=dtype).requires_grad_()
+    b = torch.randn(shape[1], generator=gen, dtype=dtype).requires_grad_()
+    with torch.no_grad():
+        w[0] = -0.0
+        b[-1] = float("inf")
+    for weight, bias in [(w, b), (w, None), (None, b)]:
+        inputs = [t for t in (x, weight, bias) if t is not None]
+        out = softrep.batch_norm(x, None, None, weight, bias, training=True)
+        with torch.enable_grad():
+            assert same_bits(out, N._batch_norm_composite(x, weight, bias, 1e-5))
+        fused = torch.autograd.grad(out, inputs, g, retain_graph=True)
+        separate = torch.autograd.grad(out, inputs, g, create_graph=True)
+        for f, s in zip(fused, separate):
+            assert same_bits(f, s)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -456,6 +473,7 @@ def test_simulator_matches_cpu(backend):
     # 17 rows of 24: on the CPU two groups of 8 rows and one row alone
     rows, g24 = normal_tensor(78, (17, 24)), normal_tensor(81, (17, 24))
     w24, b24 = normal_tensor(79, (24,)), normal_tensor(80, (24,))
+    x16, g16 = normal_tensor(82, (3, 4, 2, 8), scale=2.0), normal_tensor(83, (3, 4, 2, 8))
     fns = [
         (lambda t, w, b: softrep.layer_norm(t, 3, w, b), [w3, b3]),
         (lambda t, w: softrep.rms_norm(t, 3, w), [w3]),
@@ -473,6 +491,9 @@ def test_simulator_matches_cpu(backend):
                            (lambda t, w: softrep.rms_norm(t, 24, w), [w24])):
             out, gx, gp = run(fn, rows, params, g24)
             res += [out, gx, *gp]
+        # 12 rows of 16: on the CPU one group of 8 rows and four rows alone
+        out, gx, gp = run(lambda t, w, b: softrep.batch_norm(t, None, None, w, b, True), x16, [w4, b4], g16)
+        res += [out, gx, *gp]
         r_m, r_v = rm.clone(), rv.clone()
         softrep.batch_norm(x, r_m, r_v, training=True)
         return res + [r_m, r_v]

@@ -14,6 +14,10 @@ NaN through every later step, so one canonical() of the result gives the
 same bits.  No bit moves; the fusion only saves the passes over memory and
 the broadcast copies of the per-channel operands.
 
+batch_norm's affine map y = add(mul(xhat, w), b), w and b per channel, is
+`affine_element` per element; its backward and the normalisation's sums run
+in one row pass (`batch_norm_grad_row`).
+
 layer_norm and rms_norm normalise each row of their trailing dims and apply
 the affine map in the same pass (`layer_norm_row`, `layer_norm_grad_row`).
 A row's sums are the documented sums (the streaming form of
@@ -26,7 +30,7 @@ m and the gradient's mean are +0, and sub_rn(x, +0) is x exactly.
 """
 
 from ..primitives.rounding import add_rn, canonical, div_rn, jitable, mul_rn, sqrt_rn, sub_rn
-from .reduction import stream_add, stream_total, term_centered_square, zero_like
+from .reduction import row_sum, stream_add, stream_total, term_centered_square, zero_like
 
 
 @jitable
@@ -119,3 +123,41 @@ def layer_norm_grad_row(dx, gw, gy, x, w, m, s, n, center, stack, stack2):
     for k in range(x.shape[0]):
         xhat = normalize_element(x[k], m, s)
         dx[k] = normalize_grad_element(mul_rn(gy[k], w[k]), xhat, mg, c, s)
+
+
+@jitable
+def batch_norm_grad_terms(gy, xhat, w):
+    """One element's terms of `batch_norm_grad_row`, as the separate ops store
+    them (canonical NaN): (g, q, h) with g = mul(gy, w), the gradient of
+    xhat, q = mul(gy, xhat), the weight's term, and h = mul(g, xhat)."""
+    g = canonical(mul_rn(gy, w))
+    return g, canonical(mul_rn(gy, xhat)), canonical(mul_rn(g, xhat))
+
+
+@jitable
+def batch_norm_grad_row(gxhat, q, h, sums, gy, xhat, w, partials):
+    """One row (channel c of one sample) of the backward of batch_norm's
+    y = add(mul(xhat, w), b), gy the gradient of y, and the per-sample sums
+    that the backward of the normalisation needs:
+
+        gxhat[k] = mul(gy[k], w)              (the gradient of xhat)
+        sums[0]  = sum(gy)                    (the bias's partial)
+        sums[1]  = sum(mul(gy, xhat))         (the weight's partial)
+        sums[2]  = sum(gxhat)
+        sums[3]  = sum(mul(gxhat, xhat))
+
+    each a documented sum over the row's positions (`row_sum`) of the terms
+    the separate ops would store (`batch_norm_grad_terms`).  q, h: scratch
+    rows of the row's length; `partials`: scratch of its ceil(length / BLOCK)
+    blocks."""
+    n = gy.shape[0]
+    if n == 0:
+        for j in range(4):
+            sums[j] = zero_like(w)
+        return
+    for k in range(n):
+        gxhat[k], q[k], h[k] = batch_norm_grad_terms(gy[k], xhat[k], w)
+    sums[0] = row_sum(gy, partials)
+    sums[1] = row_sum(q, partials)
+    sums[2] = row_sum(gxhat, partials)
+    sums[3] = row_sum(h, partials)

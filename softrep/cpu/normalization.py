@@ -6,6 +6,12 @@ are that channel's statistics.  One work item per row, the positions in a
 loop that vectorises; every element is computed alone, so the split changes
 no bit.
 
+`channel_affine`: batch_norm's affine map, w and b per row.
+`batch_norm_grad`: its backward and the normalisation's per-row sums
+(`batch_norm_grad_row`); contiguous float32 rows of a multiple of 8
+elements run 8 at a time, the sums in the lanes of one vector
+(softrep.cpu.reduce.eight_rows_f32), as layer_norm's below.
+
 `layer_norm`, `layer_norm_grad`: layer_norm and rms_norm with the affine map,
 one row per normalised group.  Contiguous float32 rows of a multiple of 8
 elements run 8 at a time: each row's sums are the lanes of one vector
@@ -20,8 +26,9 @@ nothing.
 import numpy as np
 from numba import njit, prange, types
 
-from ..algorithms.normalization import (affine_element, grad_terms, layer_norm_grad_row, layer_norm_row,
-                                        mean_of_sum, normalize_element, normalize_grad_element, scale_of_squares)
+from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms, layer_norm_grad_row,
+                                        layer_norm_row, mean_of_sum, normalize_element, normalize_grad_element,
+                                        scale_of_squares)
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
 from ..primitives.vector import LANES
 from .launch import kernel
@@ -66,6 +73,101 @@ def normalize_grad(out, g, xhat, mg, c, s):
     """out[r, k] = div(sub(sub(g[r, k], mg[r]), mul(xhat[r, k], c[r])), s[r])."""
     for r in prange(g.shape[0]):
         _normalize_grad_row(out[r], g[r], xhat[r], mg[r], c[r], s[r])
+
+
+@kernel("normalization.channel_affine_row", *[(_c(t, 1), _c(t, 1), t, t) for t in _FLOATS])
+@njit(cache=True)
+def _channel_affine_row(y, xhat, w, b):
+    for k in range(xhat.shape[0]):
+        y[k] = affine_element(xhat[k], w, b)
+
+
+@kernel("normalization.channel_affine", *[(_c(t, 2), _c(t, 2), _c(t, 1), _c(t, 1)) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def channel_affine(y, xhat, w, b):
+    """y[r, k] = add(mul(xhat[r, k], w[r]), b[r])."""
+    for r in prange(xhat.shape[0]):
+        _channel_affine_row(y[r], xhat[r], w[r], b[r])
+
+
+# rows per work item of batch_norm's backward sums: each item's scratch rows
+# are allocated once
+_GRAD_ROWS_PER_ITEM = 8
+
+
+@kernel("normalization.batch_norm_grad_rows", *[(_c(t, 2), _c(t, 2), _c(t, 2), _c(t, 2), _c(t, 1), types.int64,
+                                                 types.int64) for t in _FLOATS])
+@njit(cache=True)
+def _batch_norm_grad_rows(gxhat, sums, gy, xhat, w, r0, r1):
+    n = gy.shape[1]
+    q, h = np.empty(n, gy.dtype), np.empty(n, gy.dtype)
+    partials = np.empty(max(1, (n + BLOCK - 1) // BLOCK), gy.dtype)
+    for r in range(r0, r1):
+        batch_norm_grad_row(gxhat[r], q, h, sums[r], gy[r], xhat[r], w[r], partials)
+
+
+@kernel("normalization.batch_norm_grad_terms_row", (_c(types.float32, 1),) * 5 + (types.float32,))
+@njit(cache=True)
+def _batch_norm_grad_terms_row(gxhat, q, h, gy, xhat, w):
+    for k in range(gy.shape[0]):
+        gxhat[k], q[k], h[k] = batch_norm_grad_terms(gy[k], xhat[k], w)
+
+
+@kernel("normalization.batch_norm_grad_eight", (_c(types.float32, 2),) * 4 + (_c(types.float32, 1), types.int64,
+                                                                              types.int64))
+@njit(cache=True)
+def _batch_norm_grad_eight(gxhat, sums, gy, xhat, w, g0, g1):
+    # groups g0 .. g1-1 of 8 float32 rows: each group's terms row by row, then
+    # its four sums with the 8 rows in the lanes of one vector (eight_rows_f32,
+    # the documented order in each lane): the bits of `batch_norm_grad_row`
+    L = gy.shape[1]
+    lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    q = np.empty(LANES * L, dtype=np.float32)
+    h = np.empty(LANES * L, dtype=np.float32)
+    gy_flat, g_flat = gy.reshape(-1), gxhat.reshape(-1)
+    for grp in range(g0, g1):
+        i0 = grp * LANES
+        for r in range(LANES):
+            i = i0 + r
+            _batch_norm_grad_terms_row(gxhat[i], q[r * L:(r + 1) * L], h[r * L:(r + 1) * L], gy[i], xhat[i], w[i])
+        eight_rows_f32(sums[:, 0], lanes, gy_flat, L, grp, grp + 1)
+        eight_rows_f32(sums[i0:i0 + LANES, 1], lanes, q, L, 0, 1)
+        eight_rows_f32(sums[:, 2], lanes, g_flat, L, grp, grp + 1)
+        eight_rows_f32(sums[i0:i0 + LANES, 3], lanes, h, L, 0, 1)
+
+
+@njit(parallel=True, cache=True)
+def _batch_norm_grad_items(gxhat, sums, gy, xhat, w, groups):
+    items = (groups + GROUPS_PER_ITEM - 1) // GROUPS_PER_ITEM
+    for it in prange(items):
+        _batch_norm_grad_eight(gxhat, sums, gy, xhat, w, it * GROUPS_PER_ITEM,
+                               min(it * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
+
+
+@njit(parallel=True, cache=True)
+def _batch_norm_grad_tail(gxhat, sums, gy, xhat, w, r0):
+    rows = gy.shape[0]
+    items = (rows - r0 + _GRAD_ROWS_PER_ITEM - 1) // _GRAD_ROWS_PER_ITEM
+    for it in prange(items):
+        start = r0 + it * _GRAD_ROWS_PER_ITEM
+        _batch_norm_grad_rows(gxhat, sums, gy, xhat, w, start, min(rows, start + _GRAD_ROWS_PER_ITEM))
+
+
+kernel("normalization.batch_norm_grad_items", (_c(types.float32, 2),) * 4 + (_c(types.float32, 1), types.int64))(
+    _batch_norm_grad_items)
+kernel("normalization.batch_norm_grad_tail", *[(_c(t, 2),) * 4 + (_c(t, 1), types.int64) for t in _FLOATS])(
+    _batch_norm_grad_tail)
+
+
+def batch_norm_grad(gxhat, sums, gy, xhat, w):
+    """Per row r: gxhat[r] and sums[r, 0:4] of `batch_norm_grad_row`, w[r]
+    the row's channel weight.  Contiguous float32 rows of a multiple of 8
+    elements run 8 at a time (`_batch_norm_grad_eight`), the rest one by one."""
+    groups = gy.shape[0] // LANES if _eight_rows(gy) else 0
+    if groups:
+        _batch_norm_grad_items(gxhat, sums, gy, xhat, w, groups)
+    if groups * LANES < gy.shape[0]:
+        _batch_norm_grad_tail(gxhat, sums, gy, xhat, w, groups * LANES)
 
 
 # --------------------------------------------------------------------------- layer_norm, rms_norm

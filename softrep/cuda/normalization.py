@@ -6,15 +6,17 @@ one thread per element (r, k); each element is computed alone, so the grid
 changes no bit.  `layer_norm`, `layer_norm_grad`: one thread per row, which
 runs the row's documented sums in order (`layer_norm_row`,
 `layer_norm_grad_row`), so again the grid changes no bit.
+`channel_affine`: one thread per element; `batch_norm_grad`: one thread per
+row (`batch_norm_grad_row`), its scratch rows in device memory.
 """
 
 import functools
 
 from numba import cuda, types
 
-from ..algorithms.normalization import (layer_norm_grad_row, layer_norm_row, normalize_element,
-                                        normalize_grad_element)
-from ..algorithms.reduction import STACK
+from ..algorithms.normalization import (affine_element, batch_norm_grad_row, layer_norm_grad_row, layer_norm_row,
+                                        normalize_element, normalize_grad_element)
+from ..algorithms.reduction import BLOCK, STACK
 from ..primitives.jit import SIMULATOR
 
 THREADS = 32 if SIMULATOR else 256
@@ -40,6 +42,28 @@ def _normalize_grad_kernel():
         if i < rows * positions:
             r, k = i // positions, i % positions
             out[r, k] = normalize_grad_element(g[r, k], xhat[r, k], mg[r], c[r], s[r])
+
+    return cuda.jit(cache=not SIMULATOR)(kernel), kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _channel_affine_kernel():
+    def kernel(y, xhat, w, b):
+        i = cuda.grid(1)
+        rows, positions = xhat.shape[0], xhat.shape[1]
+        if i < rows * positions:
+            r, k = i // positions, i % positions
+            y[r, k] = affine_element(xhat[r, k], w[r], b[r])
+
+    return cuda.jit(cache=not SIMULATOR)(kernel), kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _batch_norm_grad_kernel():
+    def kernel(gxhat, sums, gy, xhat, w, q, h, partials):
+        r = cuda.grid(1)
+        if r < gy.shape[0]:
+            batch_norm_grad_row(gxhat[r], q[r], h[r], sums[r], gy[r], xhat[r], w[r], partials[r])
 
     return cuda.jit(cache=not SIMULATOR)(kernel), kernel
 
@@ -89,6 +113,24 @@ def normalize_grad(stream, out, g, xhat, mg, c, s):
         _normalize_grad_kernel()[0][_blocks(n), THREADS, stream](out, g, xhat, mg, c, s)
 
 
+def channel_affine(stream, y, xhat, w, b):
+    """Same contract as softrep.cpu.normalization.channel_affine."""
+    n = xhat.shape[0] * xhat.shape[1]
+    if n:
+        _channel_affine_kernel()[0][_blocks(n), THREADS, stream](y, xhat, w, b)
+
+
+def batch_norm_grad(stream, gxhat, sums, gy, xhat, w):
+    """Same contract as softrep.cpu.normalization.batch_norm_grad; one thread
+    per row, its scratch rows in device memory."""
+    rows, n = gy.shape
+    if rows:
+        q = cuda.device_array((rows, max(n, 1)), dtype=gy.dtype, stream=stream)
+        h = cuda.device_array((rows, max(n, 1)), dtype=gy.dtype, stream=stream)
+        partials = cuda.device_array((rows, max(1, (n + BLOCK - 1) // BLOCK)), dtype=gy.dtype, stream=stream)
+        _batch_norm_grad_kernel()[0][_blocks(rows), THREADS, stream](gxhat, sums, gy, xhat, w, q, h, partials)
+
+
 def layer_norm(stream, y, m, s, x, w, b, n, eps, center):
     """Same contract as softrep.cpu.normalization.layer_norm."""
     if x.shape[0]:
@@ -114,6 +156,10 @@ def _register_audit():
                        lambda a=(a2, a2, a1, a1): (_normalize_kernel()[1], a))
         audit.register(f"normalization.normalize_grad.{dtype_name}",
                        lambda a=(a2, a2, a2, a1, a1, a1): (_normalize_grad_kernel()[1], a))
+        audit.register(f"normalization.channel_affine.{dtype_name}",
+                       lambda a=(a2, a2, a1, a1): (_channel_affine_kernel()[1], a))
+        audit.register(f"normalization.batch_norm_grad.{dtype_name}",
+                       lambda a=(a2, a2, a2, a2, a1, a2, a2, a2): (_batch_norm_grad_kernel()[1], a))
         audit.register(f"normalization.layer_norm.{dtype_name}",
                        lambda a=(a2, a1, a1, a2, a1, a1, dt, dt, types.boolean), d=dtype_name:
                        (_layer_norm_kernel(d)[1], a))

@@ -72,6 +72,30 @@ def normalize_grad(g, xhat, mg, c, s):
     return row_normalize_grad(_rows(g), _rows(xhat), _per_row(mg, g), _per_row(c, g), _per_row(s, g)).reshape(g.shape)
 
 
+def channel_affine(xhat, w, b):
+    """add(mul(xhat, w), b), w and b per channel (C elements each)."""
+    rows = _rows(xhat)
+    out = rows.new_empty(rows.shape)
+    if out.numel():
+        backend.execute(cpu_normalization.channel_affine, cuda_normalization.channel_affine, [out],
+                        [rows, _per_row(w, xhat), _per_row(b, xhat)])
+    return out.reshape(xhat.shape)
+
+
+def batch_norm_grad_sums(gy, xhat, w):
+    """(gxhat, sums) for the backward of add(mul(xhat, w), b), w per channel:
+    gxhat = mul(gy, w), and sums (N, C, 4) each sample's documented sums over
+    its positions (dims 2, ...) of gy, mul(gy, xhat), gxhat and
+    mul(gxhat, xhat), per channel."""
+    g_rows, x_rows = _rows(gy), _rows(xhat)
+    gxhat = g_rows.new_empty(g_rows.shape)
+    sums = g_rows.new_empty((g_rows.shape[0], 4))
+    if sums.numel():
+        backend.execute(cpu_normalization.batch_norm_grad, cuda_normalization.batch_norm_grad, [gxhat, sums],
+                        [g_rows, x_rows, _per_row(w, gy)])
+    return gxhat.reshape(gy.shape), sums.reshape(gy.shape[0], gy.shape[1], 4)
+
+
 def layer_norm_rows(rows, w, b, eps, center):
     """(y, m, s) of layer_norm (rms_norm when not `center`) on rows (R, n) with
     the affine map: y[i] = add(mul(div(sub(rows[i], m[i]), s[i]), w), b), m

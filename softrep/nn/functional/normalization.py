@@ -403,6 +403,68 @@ class _BatchNormalize(backend.Function):
         return batching.per_sample(_batch_moments, info, in_dims, x, eps)
 
 
+def _batch_norm_composite(x, weight, bias, eps):
+    """batch_norm in training as the separate ops: the reference of `_BatchNormAffine`."""
+    return affine(_BatchNormalize.apply(x, eps)[0], weight, bias, _channel_view(x))
+
+
+class _BatchNormAffine(backend.Function):
+    """batch_norm in training with its affine map, y = add(mul(xhat, w), b):
+    the bits of `_batch_norm_composite`, the separate ops, with the affine
+    map in one pass (softrep.ops.channels.channel_affine) and, in the
+    backward, the sums of the affine map's and the normalisation's gradients
+    in one row pass (channels.batch_norm_grad_sums).
+
+    Outputs y and the statistics m, ss, with xhat and s for the backward
+    (none of the four differentiable).  The weight's and the bias's
+    gradients are per-sample sums then the batch tree (`batchtree.param_grad`,
+    under the keys of the separate ops' `batchtree.expand_param`); the
+    input's is `_BatchNormalize`'s, its two means in the batch order.  When a
+    graph of the backward is requested (double backward), the backward is the
+    autograd of `_batch_norm_composite` instead: the same first-order bits,
+    and a graph."""
+
+    @staticmethod
+    def forward(x, weight, bias, eps):
+        xhat, m, ss, s = _batch_moments(x, eps)
+        c = x.shape[1]
+        y = channels.channel_affine(xhat, _or_filled(weight, c, 1.0, x), _or_filled(bias, c, -0.0, x))
+        return y, m, ss, xhat, s
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, weight, bias, ctx.eps = inputs
+        _, m, ss, xhat, s = output
+        ctx.weight, ctx.bias = weight, bias  # the keys of the batch tree's nodes in a split batch
+        ctx.save_for_backward(x, weight, bias, xhat, s)
+        ctx.mark_non_differentiable(m, ss, xhat, s)
+
+    @staticmethod
+    def backward(ctx, gy, _gm, _gss, _gxhat, _gs):
+        x, weight, bias, xhat, s = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        if torch.is_grad_enabled():
+            inputs = [t for t, need in zip((x, weight, bias), (need_x, need_w, need_b)) if need]
+            with torch.enable_grad():
+                y = _batch_norm_composite(x, weight, bias, ctx.eps)
+            grads = iter(torch.autograd.grad(y, inputs, gy, create_graph=True, allow_unused=True))
+            return tuple(next(grads) if need else None for need in (need_x, need_w, need_b)) + (None,)
+        fn, c_count = "batch_norm", x.shape[1]
+        gxhat, sums = channels.batch_norm_grad_sums(gy, xhat, _or_filled(weight, c_count, 1.0, x))
+        gx = gw = gb = None
+        if need_x:
+            view = _channel_view(x)
+            count = float(batchtree.batch_count(fn, x) // c_count)
+            c = E.div(batchtree.batch_statistic(fn, sums[..., 3].contiguous()), count).reshape(view)
+            mg = E.div(batchtree.batch_statistic(fn, sums[..., 2].contiguous()), count).reshape(view)
+            gx = channels.normalize_grad(gxhat, xhat, mg, c, s)
+        if need_w:
+            gw = batchtree.param_grad("normalization", "weight", ctx.weight, sums[..., 1].contiguous())
+        if need_b:
+            gb = batchtree.param_grad("normalization", "bias", ctx.bias, sums[..., 0].contiguous())
+        return gx, gw, gb, None
+
+
 @mixed.float32_compute("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Per channel (dim 1) over (N, *).  Training: normalise with the batch's
@@ -435,13 +497,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                          f"shape {tuple(input.shape)}")
     if input.numel() == 0:
         return affine(E.mul(input, 1.0), weight, bias, view)
-    xhat, m, ss = _BatchNormalize.apply(input, eps)[:3]
+    if (weight is not None or bias is not None) and not backend.transforms_active():
+        batchtree.check_batch_rows("normalization", input)  # as the separate ops' expand_param
+        y, m, ss = backend.call(_BatchNormAffine, input, weight, bias, eps)[:3]
+    else:
+        xhat, m, ss = _BatchNormalize.apply(input, eps)[:3]
+        y = affine(xhat, weight, bias, view)
     if running_mean is not None:
         count = batchtree.batch_count(fn, input) // channels
         _update_running(running_mean, m.reshape(channels), momentum)
         # unbiased variance: div(ss, n - 1)
         _update_running(running_var, E.div(ss.reshape(channels), float(count - 1)), momentum)
-    return affine(xhat, weight, bias, view)
+    return y
 
 
 __all__ = ["batch_norm", "layer_norm", "rms_norm", "group_norm"]
