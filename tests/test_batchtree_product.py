@@ -79,6 +79,7 @@ def test_tree_product_split_into_children_keeps_the_bits(threads, monkeypatch):
 
     # the thread count the launcher's schedule reads, and nothing else's
     monkeypatch.setattr(cpu_linalg, "numba", SimpleNamespace(get_num_threads=lambda: threads))
+    monkeypatch.setattr(cpu_linalg, "TREE_SPLIT_MACS", 0)  # split however small the launch
     samples, k, m, n = 23, 3, 5, 9
     at, b = operands(7, samples, k, m, n, torch.float32)
     for start, total in [(0, samples), (5, samples + 9)]:

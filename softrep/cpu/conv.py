@@ -289,4 +289,5 @@ def weight_grad_tree(out, g_t, xpad, first, counts, sh, sw, dh, dw, kh, kw, grou
                                        wp, sh, sw, oh, ow, groups, kk)
 
     columns = ceil_to(kk, NR[dtype]) // NR[dtype]
-    tree_nodes(compute, out, first, counts, first.size * groups * columns * -(-panels // run))
+    tree_nodes(compute, out, first, counts, first.size * groups * columns * -(-panels // run),
+               int(counts.sum()) * groups * oh * ow * (out.shape[2] * kk))

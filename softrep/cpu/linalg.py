@@ -520,24 +520,30 @@ def tree_run(panels):
     return max(1, min(TREE_PANELS, panels))
 
 
-def tree_nodes(compute, out, first, counts, tasks):
+TREE_SPLIT_MACS = 1 << 22  # the least work (multiply-adds) of a launch whose nodes are split
+
+
+def tree_nodes(compute, out, first, counts, tasks, macs):
     """out[node] = the batch tree over the samples (first[node], counts[node])
-    by compute(out, first, counts), a tree-product launch of `tasks` tasks.
+    by compute(out, first, counts), a tree-product launch of `tasks` tasks and
+    `macs` multiply-adds.
 
     When those tasks would leave some of Numba's threads idle for part of the
     launch, each node of two or more samples is computed as its two children in
     the batch tree (`tree_carry`'s: the first 2^j samples, 2^j the largest
     power of two below the count, then the rest), twice as many tasks, and
     joined by `finish_add` -- the root's add_rn and the canonical NaN, the
-    node's own bits."""
+    node's own bits.  Below TREE_SPLIT_MACS the join would cost more than the
+    idle threads."""
     threads = numba.get_num_threads()
-    if threads == 1 or tasks >= 4 * threads or first.size == 0 or counts.min() < 2:
+    if (threads == 1 or tasks >= 4 * threads or macs < TREE_SPLIT_MACS or first.size == 0
+            or counts.min() < 2):
         compute(out, first, counts)
         return
     left = np.left_shift(1, np.array([int(c - 1).bit_length() - 1 for c in counts], dtype=np.int64))
     halves = np.empty((2 * first.size,) + out.shape[1:], out.dtype)
     tree_nodes(compute, halves, np.concatenate((first, first + left)), np.concatenate((left, counts - left)),
-               2 * tasks)
+               2 * tasks, macs)
     nodes, width = first.size, out.shape[-1]
     _finish_outputs_add(out.reshape(nodes, -1, width), halves[:nodes].reshape(nodes, -1, width),
                         halves[nodes:].reshape(nodes, -1, width))
@@ -643,7 +649,8 @@ def tree_product(out, at, bm, first, counts, dims):
             _tree_blocks[dtype](nodes_out, at_pad, b_pad, nodes_first, nodes_counts, slots, run)
 
     tree_nodes(compute, out.reshape(-1, groups, m, n), first, counts,
-               first.size * groups * (npad // NR[np.dtype(dtype)]) * -(-panels // run))
+               first.size * groups * (npad // NR[np.dtype(dtype)]) * -(-panels // run),
+               int(counts.sum()) * groups * k_count * m * n)
 
 
 def bmm_narrow(out, a, b, spec, fmt, addend=None):
