@@ -15,6 +15,8 @@ added by its `finish_add` as the outputs are stored in the images' own
 work.
 """
 
+import functools
+
 import numpy as np
 from numba import njit, prange, types
 
@@ -68,8 +70,10 @@ def _pack_panel(dst, base, xflat, taps, g, kk, panel, nr, n_cols, c_in, hp, wp, 
             dst[row + j] = 0
 
 
+@functools.lru_cache(maxsize=256)
 def _taps(groups, c_g, kh, kw, dh, dw, hp, wp):
-    """taps[g * K + k] = tap_offset(k, g, ...) for every group and row of K."""
+    """taps[g * K + k] = tap_offset(k, g, ...) for every group and row of K:
+    one array per geometry, kept for the next call (the kernels only read it)."""
     kk = c_g * kh * kw
     return np.array([tap_offset(gk % kk, gk // kk, c_g, kh, kw, dh, dw, hp, wp) for gk in range(groups * kk)],
                     dtype=np.uint64)
