@@ -24,8 +24,8 @@ from ..algorithms.convolution import column_offset, output_size, tap_offset
 from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot
 from .launch import kernel
 from .workspace import scratch
-from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize, tree_first_operand,
-                     tree_nodes, tree_run)
+from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize, store_tree_block,
+                     tree_first_operand, tree_nodes, tree_run, tree_task)
 
 
 @njit(cache=True, error_model="numpy")
@@ -231,17 +231,12 @@ def _make_weight_grad_blocks(micro, mr, nr, dtype):
         # OH*OW pixels into the sample's slot of the stack, which
         # `tree_carry` merges as the samples come.
         pixels, mpad = at.shape[2], at.shape[3]
-        m = out.shape[2]
         panels = mpad // mr
         runs = (panels + run - 1) // run
         columns = (kk + nr - 1) // nr
         at_flat = at.reshape(-1)
         for t in prange(first.size * groups * columns * runs):
-            node = t // (groups * columns * runs)
-            g = (t // (columns * runs)) % groups
-            jp = (t // runs) % columns
-            ip0 = (t % runs) * run
-            ip1 = min(ip0 + run, panels)
+            node, g, jp, ip0, ip1 = tree_task(t, groups, columns, runs, run, panels)
             ld = (ip1 - ip0) * mr * nr
             stack = np.empty(slots * ld, at.dtype)
             buf = np.empty(pixels * nr, at.dtype)
@@ -255,10 +250,7 @@ def _make_weight_grad_blocks(micro, mr, nr, dtype):
                           mpad, nr)
                 count = tree_carry(stack, ld, count, ld)
             tree_finish(stack, ld, count, ld)
-            for ip in range(ip0, ip1):
-                for r in range(min(mr, m - ip * mr)):
-                    for j in range(min(nr, kk - jp * nr)):
-                        out[node, g, ip * mr + r, jp * nr + j] = stack[((ip - ip0) * mr + r) * nr + j]
+            store_tree_block(out, stack, node, g, ip0, ip1, jp, mr, nr)
 
     return weight_grad_blocks
 

@@ -520,7 +520,7 @@ def tree_run(panels):
     return max(1, min(TREE_PANELS, panels))
 
 
-TREE_SPLIT_MACS = 1 << 22  # the least work (multiply-adds) of a launch whose nodes are split
+TREE_SPLIT_MACS = 4_194_304  # 2^22: the least work (multiply-adds) of a launch whose nodes are split
 
 
 def tree_nodes(compute, out, first, counts, tasks, macs):
@@ -567,6 +567,28 @@ def tree_first_operand(at, dtype):
     return at_pad
 
 
+@njit(cache=True, inline="always")
+def tree_task(t, groups, columns, runs, run, panels):
+    """Task t of a tree product's launch over (node, group, column block, run
+    of `run` row panels), in that order: (node, g, jp, ip0, ip1)."""
+    node = t // (groups * columns * runs)
+    g = (t // (columns * runs)) % groups
+    jp = (t // runs) % columns
+    ip0 = (t % runs) * run
+    return node, g, jp, ip0, min(ip0 + run, panels)
+
+
+@njit(cache=True, inline="always")
+def store_tree_block(out, stack, node, g, ip0, ip1, jp, mr, nr):
+    """A tree product task's finished node, (ip1 - ip0) * mr x nr values at
+    the bottom of `stack`, into out[node, g] (nodes, G, M, N), clipped to M x N."""
+    m, n = out.shape[2], out.shape[3]
+    for ip in range(ip0, ip1):
+        for r in range(min(mr, m - ip * mr)):
+            for j in range(min(nr, n - jp * nr)):
+                out[node, g, ip * mr + r, jp * nr + j] = stack[((ip - ip0) * mr + r) * nr + j]
+
+
 def _make_tree_blocks(micro, mr, nr, dtype):
     index = types.Array(types.int64, 1, "C")
 
@@ -582,17 +604,12 @@ def _make_tree_blocks(micro, mr, nr, dtype):
         # run's (panels * mr) x nr outputs.
         s_count, groups, k_count, mpad = at.shape
         npad = bm.shape[3]
-        m, n = out.shape[2], out.shape[3]
         panels = mpad // mr
         runs = (panels + run - 1) // run
         columns = npad // nr
         at_flat, b_flat = at.reshape(-1), bm.reshape(-1)
         for t in prange(first.size * groups * columns * runs):
-            node = t // (groups * columns * runs)
-            g = (t // (columns * runs)) % groups
-            jp = (t // runs) % columns
-            ip0 = (t % runs) * run
-            ip1 = min(ip0 + run, panels)
+            node, g, jp, ip0, ip1 = tree_task(t, groups, columns, runs, run, panels)
             ld = (ip1 - ip0) * mr * nr
             stack = np.empty(slots * ld, at.dtype)
             count = 0
@@ -606,10 +623,7 @@ def _make_tree_blocks(micro, mr, nr, dtype):
                           k_count, True, mpad, npad)
                 count = tree_carry(stack, ld, count, ld)
             tree_finish(stack, ld, count, ld)
-            for ip in range(ip0, ip1):
-                for r in range(min(mr, m - ip * mr)):
-                    for j in range(min(nr, n - jp * nr)):
-                        out[node, g, ip * mr + r, jp * nr + j] = stack[((ip - ip0) * mr + r) * nr + j]
+            store_tree_block(out, stack, node, g, ip0, ip1, jp, mr, nr)
 
     return tree_blocks
 
