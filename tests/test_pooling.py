@@ -118,7 +118,8 @@ def wide_values(seed, shape, ties=False):
 @pytest.mark.parametrize("k,s,p,d,ceil", [
     ((3, 3), (1, 1), (1, 1), (1, 1), False),   # overlapping windows: sums in the backward
     ((3, 2), (2, 1), (1, 0), (2, 1), True),
-    ((2, 2), (2, 2), (0, 0), (1, 1), True),
+    ((2, 2), (2, 2), (0, 0), (1, 1), True),  # windows apart: the backward is a copy
+    ((2, 2), (3, 2), (1, 0), (2, 1), False),  # apart, with dilation and padding
 ])
 @pytest.mark.parametrize("ties", [False, True])
 def test_max_pool2d_exact(k, s, p, d, ceil, ties):
@@ -228,6 +229,7 @@ def test_gradcheck_float64():
                                     fast_mode=True)
     assert torch.autograd.gradcheck(lambda t: adaptive_avg_pool2d(t, (3, 2)), (x,), fast_mode=True)
     assert torch.autograd.gradgradcheck(lambda t: max_pool2d(t, 2, 1), (x,), fast_mode=True)
+    assert torch.autograd.gradgradcheck(lambda t: max_pool2d(t, 2), (x,), fast_mode=True)  # windows apart
 
 
 def test_zero_elements_and_3d():

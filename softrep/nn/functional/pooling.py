@@ -119,7 +119,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     P = N * C
     idx = max_window_indices(x.reshape(P, H, W), (OH, OW), kernel, stride, padding, dilation).reshape(P, OH * OW)
     glob = (idx + (torch.arange(P, device=x.device) * (H * W))[:, None]).reshape(-1)
-    out = gather_rows(x.reshape(-1, 1), glob).reshape(N, C, OH, OW)
+    # windows that do not overlap have different winners: the backward is a copy
+    apart = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
+    out = gather_rows(x.reshape(-1, 1), glob, distinct=apart).reshape(N, C, OH, OW)
     idx = idx.reshape(N, C, OH, OW)
     if squeezed:
         out, idx = out.squeeze(0), idx.squeeze(0)
