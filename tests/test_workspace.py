@@ -1,4 +1,5 @@
-"""The CPU products' scratch buffers (softrep/cpu/workspace.py) are kept
+"""The CPU products' scratch buffers (softrep/cpu/workspace.py), the padded
+inputs of conv2d's included, are kept
 between calls: what a previous product left in them must never reach a
 result, and threads must not share them."""
 
@@ -21,7 +22,10 @@ def _products(seed):
     g = torch.Generator().manual_seed(seed)
     a, b = torch.randn(70, 300, generator=g), torch.randn(300, 90, generator=g)
     x, w = torch.randn(2, 3, 9, 9, generator=g), torch.randn(5, 3, 3, 3, generator=g)
-    return [softrep.mm(a, b), softrep.mm(a[:, :17], b[:17]), softrep.nn.functional.conv2d(x, w, padding=1)]
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    y = softrep.nn.functional.conv2d(xg, wg, padding=1, stride=2)  # the padded input and its gradients
+    grads = torch.autograd.grad(y, (xg, wg), torch.randn(y.shape, generator=g))
+    return [softrep.mm(a, b), softrep.mm(a[:, :17], b[:17]), softrep.nn.functional.conv2d(x, w, padding=1), *grads]
 
 
 def test_stale_scratch_contents_never_reach_a_result():
@@ -30,6 +34,7 @@ def test_stale_scratch_contents_never_reach_a_result():
     softrep.mm(torch.randn(200, 400), torch.randn(400, 300))  # grows the buffers beyond what follows
     _poison()
     assert workspace._local.buffers, "the products kept no scratch buffer: the test checks nothing"
+    assert "padded_input" in workspace._local.buffers
     for got, want in zip(_products(0), fresh):
         assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 

@@ -164,6 +164,22 @@ def _finish_images(out, cpad, bias_rows, has_bias):
                 out[s, c, p] = finish(cpad[g, i, col0 + p])
 
 
+def pad_into_scratch(x, pads):
+    """x (N, C, H, W), any strides, zero-padded by pads ((top, bottom), (left,
+    right)) into this thread's "padded_input" scratch buffer: values only
+    moved, the frame +0.  The array is valid until the next call (its pages
+    are already mapped, where a fresh padded copy faults on every one)."""
+    (top, bottom), (left, right) = pads
+    n, c, h, w = x.shape
+    xpad = scratch("padded_input", (n, c, h + top + bottom, w + left + right), x.dtype)
+    xpad[:, :, :top, :] = 0
+    xpad[:, :, top + h:, :] = 0
+    xpad[:, :, top:top + h, :left] = 0
+    xpad[:, :, top:top + h, left + w:] = 0
+    xpad[:, :, top:top + h, left:left + w] = x
+    return xpad
+
+
 def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     """out (N, Cout, OH*OW) = w_g (G, Cout/G, Cin/G*KH*KW) @ im2col(xpad) [+ bias_rows (G, Cout/G)],
     output channel g*Cout/G + i of sample n holding row i of group g's product

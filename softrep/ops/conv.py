@@ -110,10 +110,20 @@ def _im2col(xpad, kernel, stride, dilation, groups):
     return cols.reshape(n * groups, kk, oh * ow)
 
 
+def _padded(x, pads):
+    """x (no graph) zero-padded by pads ((top, bottom), (left, right)), for a
+    kernel that reads it at once: on the CPU launcher in a scratch buffer that
+    the next padding reuses (softrep.cpu.conv.pad_into_scratch), elsewhere a
+    fresh F.pad.  Values are only moved either way."""
+    if not (any(pads[0]) or any(pads[1])):  # F.pad copies even when it adds nothing
+        return x
+    if backend.on_cpu_launcher(x) and x.dtype in (torch.float32, torch.float64) and type(x) is torch.Tensor:
+        return torch.from_numpy(cpu_conv.pad_into_scratch(x.numpy(), pads))
+    return F.pad(x, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+
+
 def _conv2d_forward(x, w, bias, stride, pads, dilation, groups):
-    xpad = x.detach()
-    if any(pads[0]) or any(pads[1]):  # F.pad copies even when it adds nothing
-        xpad = F.pad(xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+    xpad = _padded(x.detach(), pads)
     return _conv2d_core(xpad, w.detach(), None if bias is None else bias.detach(), stride, dilation, groups)
 
 
@@ -272,13 +282,18 @@ class Conv2dFunction(backend.Function):
             # per sample (docs/order.md, "The batch order"): one chain over its
             # (oh, ow) per weight element, then the batch tree over n
             g_s = g.reshape(n * groups, c_out // groups, oh * ow)
-            xpad = x_or_xpad if tuple(x_or_xpad.shape) == tuple(xpad_shape) else \
-                F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
             # the weight as the forward got it (softrep.tools.dispatch calls this
             # backward with a context of saved tensors only)
             weight = getattr(ctx, "weight", w)
             g_t = g_s.reshape(n, groups, c_out // groups, oh * ow).transpose(2, 3)  # k = (oh, ow)
-            if streams_tree(g_s, xpad) and backend.on_cpu_launcher(g_s, xpad):
+            packed = streams_tree(g_s, x_or_xpad) and backend.on_cpu_launcher(g_s, x_or_xpad)
+            if tuple(x_or_xpad.shape) == tuple(xpad_shape):
+                xpad = x_or_xpad
+            elif packed:  # read by the kernel below and nowhere else: a scratch copy will do
+                xpad = _padded(x_or_xpad.detach(), pads)
+            else:
+                xpad = F.pad(x_or_xpad, (pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+            if packed:
                 # the tree product below, its second operand packed straight from xpad
                 gw = batchtree.param_grad_of_nodes(
                     "conv2d", "weight", weight, n,
