@@ -191,6 +191,12 @@ def micro_kernel(dtype, mr, nr, strided=False):
 # the same and only the final payload differs, which `canonical` fixes.
 
 
+def tree_slots(counts):
+    """The stack slots a tree over at most max(counts) samples needs (plain
+    Python, for a launcher): one per level below the root's, and the root's."""
+    return 1 + max(int(counts.max()) - 1, 0).bit_length()
+
+
 @jitable
 def tree_slot(count):
     """The stack slot that the chain result of sample number `count` (0-based) is written to."""

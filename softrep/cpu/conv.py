@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
-from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot
+from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
 from .launch import kernel
 from .workspace import scratch
 from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize, store_tree_block,
@@ -295,7 +295,7 @@ def weight_grad_tree(out, g_t, xpad, first, counts, sh, sw, dh, dw, kh, kw, grou
     taps = _taps(groups, c_g, kh, kw, dh, dw, hp, wp)
 
     def compute(nodes_out, nodes_first, nodes_counts):
-        slots = 1 + max(int(nodes_counts.max()) - 1, 0).bit_length()
+        slots = tree_slots(nodes_counts)
         with slp_vectorize():
             _WEIGHT_GRAD_BLOCKS[dtype](nodes_out, at, xflat, taps, nodes_first, nodes_counts, slots, run, c_in, hp,
                                        wp, sh, sw, oh, ow, groups, kk)

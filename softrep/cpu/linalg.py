@@ -43,7 +43,7 @@ from numba.core import config as _numba_config
 
 from ..algorithms.products import (CHAIN_START, chain_step, dot_chain, finish, finish_add, micro_kernel, start_chains,
                                    tree_carry, tree_finish,
-                                   tree_slot)
+                                   tree_slot, tree_slots)
 from ..algorithms.widening import narrowed_bits, widened
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from .launch import address_as_pointer, host_vector_bits, kernel
@@ -658,7 +658,7 @@ def tree_product(out, at, bm, first, counts, dims):
     run = tree_run(panels)
 
     def compute(nodes_out, nodes_first, nodes_counts):
-        slots = 1 + max(int(nodes_counts.max()) - 1, 0).bit_length()
+        slots = tree_slots(nodes_counts)
         with slp_vectorize():
             _tree_blocks[dtype](nodes_out, at_pad, b_pad, nodes_first, nodes_counts, slots, run)
 

@@ -26,9 +26,9 @@ nothing.
 import numpy as np
 from numba import njit, prange, types
 
-from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms, layer_norm_grad_row,
-                                        layer_norm_row, mean_of_sum, normalize_element, normalize_grad_element,
-                                        scale_of_squares)
+from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms,
+                                        layer_norm_grad_row, layer_norm_row, mean_of_sum, normalize_element,
+                                        normalize_grad_element, scale_of_squares)
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
 from ..primitives.vector import LANES
 from .launch import kernel

@@ -48,7 +48,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.arrayobj import populate_array
 
-from ..algorithms.products import tree_carry, tree_finish, tree_slot
+from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
                                     improves, key_value, narrow_key, order_key, extreme_scan, sum_from_partials,
                                     sums_from_partials_f32x8, widen_key)
@@ -550,7 +550,7 @@ def tree_nodes(out, x, first, counts):
     if out.size == 0:
         return
     width = out.shape[1]
-    slots = 1 + max(int(counts.max()) - 1, 0).bit_length()
+    slots = tree_slots(counts)
     _tree_nodes(out, x.reshape(-1), first, counts, width, slots)
 
 

@@ -6,8 +6,8 @@ output position (oh, ow), the flat in-plane indices ih * W + iw of its window
 in row-major (kh, kw) order, -1 standing for padding or for the unused tail of
 a shorter adaptive window; windows that tile the plane (stride = kernel, no
 padding; an adaptive pool of a divisor of the size) are read by a reshape
-instead, the same values in the same order.  max_pool2d finds each window's winner with one
-kernel (softrep.ops.pooling; integer comparisons only).  Values are moved
+instead, the same values in the same order.  max_pool2d finds each window's
+winner with one kernel (softrep.ops.pooling; integer comparisons only).  Values are moved
 with `embedding.gather_rows` (exact copies) and their gradients come back
 through `embedding.scatter_sum_rows`:
 the gradients that reach one input element are added with softrep.sum in the
