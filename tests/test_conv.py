@@ -149,6 +149,10 @@ CASES = [  # N, Cin, Cout, H, W, (KH, KW), stride, padding, dilation, groups
     (2, 2, 2, 4, 4, (1, 1), (1, 1), "valid", (1, 1), 1),
     (1, 3, 3, 4, 4, (2, 2), (2, 2), 0, (1, 1), 3),
     (1, 2, 3, 3, 3, (3, 3), (1, 1), 2, (1, 1), 1),
+    # stride 1 with padding beyond the kernel's reach (the input gradient
+    # then computes the whole padded input and crops it) and an even "same"
+    (1, 2, 3, 4, 3, (2, 2), (1, 1), (2, 1), (1, 1), 1),
+    (1, 2, 2, 4, 5, (2, 4), (1, 1), "same", (1, 1), 1),
 ]
 
 

@@ -72,6 +72,23 @@ def test_math_light_path_gives_the_parallel_bits(name, n):
     assert torch.equal(_bits(got), _bits(_parallel(run, [x])))
 
 
+@pytest.mark.parametrize("n", [7, 1000, cpu_launch.SERIAL_MAX + 3])
+@pytest.mark.parametrize("name", ["add", "mul", "div", "sqrt"])
+def test_recorded_ops_run_the_serial_kernel_with_the_parallel_bits(name, n, monkeypatch):
+    # an input requiring grad: the autograd Function records the op, and its
+    # forward (grad mode off) runs the serial kernel up to SERIAL_MAX elements
+    spec = E.SPECS[name]
+    inputs = [_special(n, torch.float32, seed) for seed in range(len(spec.arg_names))]
+    serial = []
+    launch = cpu_launch.launch_serial
+    monkeypatch.setattr(cpu_launch, "launch_serial", lambda *a: serial.append(a) or launch(*a))
+    recorded = [inputs[0].clone().requires_grad_(), *inputs[1:]]
+    got = getattr(softrep, name)(*recorded)
+    assert got.grad_fn is not None
+    assert bool(serial) == (n <= cpu_launch.SERIAL_MAX)
+    assert torch.equal(_bits(got), _bits(_parallel(spec.launchers["rn"][0], inputs)))
+
+
 def test_light_path_only_where_autograd_has_nothing_to_record():
     x = torch.randn(10, requires_grad=True)
     y = torch.randn(10)

@@ -22,7 +22,7 @@ from numba import njit, prange, types
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
 from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
-from .launch import kernel
+from .launch import SERIAL_MAX, kernel, on_one_thread
 from .workspace import scratch
 from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize, store_tree_block,
                      tree_first_operand, tree_nodes, tree_run, tree_task)
@@ -164,19 +164,50 @@ def _finish_images(out, cpad, bias_rows, has_bias):
                 out[s, c, p] = finish(cpad[g, i, col0 + p])
 
 
+@kernel("conv.pad_images", *[(types.Array(t, 1, "C"), types.Array(t, 1, "C")) + (types.int64,) * 7
+                               for t in (types.float32, types.float64)])
+@njit(parallel=True, cache=True, error_model="numpy")
+def _pad_images(xpad, x, planes, h, w, top, hp, wp, left):
+    # Plane by plane (one per sample and channel, one work item each): the
+    # h x w image of the flat C-contiguous x framed by +0 into the hp x wp
+    # plane of the flat xpad, `top` rows and `left` columns before it.
+    # Values only moved; unsigned indices, so the row copies vectorise.
+    zero = xpad.dtype.type(0)
+    uw, uwp, uleft = np.uint64(w), np.uint64(wp), np.uint64(left)
+    for t in prange(planes):
+        dst = np.uint64(t) * np.uint64(hp) * uwp
+        src = np.uint64(t) * np.uint64(h) * uw
+        for r in range(hp):
+            row = dst + np.uint64(r) * uwp
+            i = r - top
+            if i < 0 or i >= h:
+                for j in range(uwp):
+                    xpad[row + j] = zero
+                continue
+            line = src + np.uint64(i) * uw
+            for j in range(uleft):
+                xpad[row + j] = zero
+            for j in range(uw):
+                xpad[row + uleft + j] = x[line + j]
+            for j in range(uleft + uw, uwp):
+                xpad[row + j] = zero
+
+
 def pad_into_scratch(x, pads):
     """x (N, C, H, W), any strides, zero-padded by pads ((top, bottom), (left,
     right)) into this thread's "padded_input" scratch buffer: values only
     moved, the frame +0.  The array is valid until the next call (its pages
-    are already mapped, where a fresh padded copy faults on every one)."""
+    are already mapped, where a fresh padded copy faults on every one).  Up
+    to SERIAL_MAX elements the copy runs on the calling thread."""
     (top, bottom), (left, right) = pads
     n, c, h, w = x.shape
-    xpad = scratch("padded_input", (n, c, h + top + bottom, w + left + right), x.dtype)
-    xpad[:, :, :top, :] = 0
-    xpad[:, :, top + h:, :] = 0
-    xpad[:, :, top:top + h, :left] = 0
-    xpad[:, :, top:top + h, left + w:] = 0
-    xpad[:, :, top:top + h, left:left + w] = x
+    hp, wp = h + top + bottom, w + left + right
+    xpad = scratch("padded_input", (n, c, hp, wp), x.dtype)
+    args = (xpad.reshape(-1), np.ascontiguousarray(x).reshape(-1), n * c, h, w, top, hp, wp, left)
+    if xpad.size <= SERIAL_MAX:
+        on_one_thread(_pad_images, *args)
+    else:
+        _pad_images(*args)
     return xpad
 
 

@@ -270,7 +270,15 @@ class Conv2dFunction(backend.Function):
             if tuple(stride) == (1, 1):
                 # nothing to insert: the frame is the convolution's own zero
                 # padding (zh + oh + zh = zh + hp rows, the same +0s)
-                gxpad = Conv2dFunction.apply(g, w_t, None, (1, 1), ((zh, zh), (zw, zw)), dilation, groups)
+                frame = ((zh - pads[0][0], zh - pads[0][1]), (zw - pads[1][0], zw - pads[1][1]))
+                if min(frame[0] + frame[1]) >= 0:
+                    # only the rows and columns the crop keeps: output i of
+                    # this frame reads the g (or frame zero) that output
+                    # pads_before + i of the full frame reads, tap for tap,
+                    # so each kept chain has the same terms in the same order
+                    gx = Conv2dFunction.apply(g, w_t, None, (1, 1), frame, dilation, groups)
+                else:
+                    gxpad = Conv2dFunction.apply(g, w_t, None, (1, 1), ((zh, zh), (zw, zw)), dilation, groups)
             else:
                 gx = _input_grad_by_phases(g, w_t, x_shape, pads, stride, dilation, groups)
                 if gx is None:

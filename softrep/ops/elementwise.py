@@ -265,7 +265,13 @@ class ElementwiseSpec:
                           self.broadcast_launchers.get(suffix))
 
     def run(self, suffix, tensors):
-        """The float32/float64 kernel on broadcast `tensors`, without autograd."""
+        """The float32/float64 kernel on broadcast `tensors`, without autograd.
+        Small same-shape CPU operands take the light path (`light`): inside
+        the autograd Function's forward grad mode is off, so a recorded op
+        runs the same serial kernel as an unrecorded one."""
+        result = light(self.launchers[suffix][0], tensors)
+        if result is not None:
+            return result
         return _apply(self.name, self.launchers[suffix], self.arg_names, tensors,
                       broadcast_run=self.broadcast_launchers.get(suffix))
 
@@ -306,10 +312,24 @@ def _low_arithmetic(name):
     return low_forward
 
 
+_WIDE_DTYPES = (torch.float32, torch.float64)
+
+
 def operands(fn, arg_names, values):
     """The checked tensor operands of elementwise op `fn`: torch.autocast's
     policy applied (softrep.ops.mixed), Python numbers converted to the
     tensors' dtype (once rounded from their double value for bfloat16/float16)."""
+    first = values[0]
+    if isinstance(first, torch.Tensor) and first.dtype in _WIDE_DTYPES:
+        # the common case, checked at a fraction of the general path's cost:
+        # tensors only, of one float32/float64 dtype and one device, no autocast
+        kind, device = first.dtype, first.device
+        for v in values[1:]:
+            if not (isinstance(v, torch.Tensor) and v.dtype == kind and v.device == device):
+                break
+        else:
+            if mixed.autocast_dtype(values) is None:
+                return list(values)
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     if tensors:
         cast, _ = mixed.autocast_operands(fn, tensors)
