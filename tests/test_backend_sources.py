@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.abspath(softrep.__file__))
 
 SCHEDULE_FILES = [f"{side}/{name}.py" for side in ("cpu", "cuda")
                   for name in ("linalg", "conv", "reduce", "lowp", "philox", "random_ops", "optim", "normalization")]
+SCHEDULE_FILES += ["cpu/scatter.py"]  # the CUDA kernels run the torch-op form (softrep.nn.functional.sparse)
 
 # Modules whose functions compute float values: a schedule calls algorithms instead.
 ARITHMETIC_MODULES = {"rounding", "formats", "cpu_lowering", "cuda_lowering", "pyfloat"}

@@ -96,7 +96,7 @@ def _run_every_elementwise_and_math_op(monkeypatch):
     launched = []
     execute = backend.execute
 
-    def recording_execute(cpu_launcher, cuda_launcher, outputs, inputs, *args):
+    def recording_execute(cpu_launcher, cuda_launcher, outputs, inputs, *args, **kwargs):
         def cpu_run(*arrays):
             launched.append((cpu_launcher, arrays))
             return cpu_launcher(*arrays)
@@ -105,12 +105,13 @@ def _run_every_elementwise_and_math_op(monkeypatch):
             launched.append((cuda_launcher, arrays))
             return cuda_launcher(stream, *arrays)
 
-        return execute(cpu_run, cuda_run, outputs, inputs, *args)
+        return execute(cpu_run, cuda_run, outputs, inputs, *args, **kwargs)
 
     monkeypatch.setattr(backend, "execute", recording_execute)
     # Tiny tensors would take the serial kernel on the calling thread (its own
     # registered `.serial` kernels); record the general launches instead.
     monkeypatch.setattr(backend, "cpu_dtype", lambda tensors: None)
+    monkeypatch.setattr(backend, "light_dtype", lambda tensors, same_shape=True: None)
 
     def inputs(n, dtype):
         values = [[0.5, 0.75], [1.5, 2.0], [0.25, 3.0]][:n]

@@ -16,7 +16,7 @@ any order are made of softrep ops.
 
 import torch
 
-from ...ops import backend, batching, batchtree, mixed
+from ...ops import backend, batching, batchtree, mixed, scatter
 from ...ops import reduction as R
 
 
@@ -42,9 +42,12 @@ def _scatter_sum(src, index, num_rows, distinct=False):
     docs/order.md, so a padded row sums to exactly the softrep.sum of its own
     contributions.  The buckets bound the padding to less than twice the data."""
     D = src.shape[1]
-    out = torch.zeros((num_rows, D), dtype=src.dtype, device=src.device)
     if distinct:
-        return out.index_copy_(0, index, src)
+        return torch.zeros((num_rows, D), dtype=src.dtype, device=src.device).index_copy_(0, index, src)
+    out = scatter.ordered_scatter_sum(src, index, num_rows)  # one kernel, the same sums (CPU)
+    if out is not None:
+        return out
+    out = torch.zeros((num_rows, D), dtype=src.dtype, device=src.device)
     kept = torch.nonzero(index >= 0).squeeze(1)
     if kept.numel() == 0 or D == 0:
         return out
