@@ -172,11 +172,16 @@ def bernoulli_slice(like, p, first, generator=None):
     over a larger x (row-major order), shaped like `like`: element first + i is
     1 exactly when its uniform draw is below p.  Dropout on a slice of a batch
     takes its samples' masks this way, so they do not depend on the split."""
+    return bernoulli_slice_mask(like, p, first, generator).to(like.dtype)
+
+
+def bernoulli_slice_mask(like, p, first, generator=None):
+    """`bernoulli_slice` as a bool tensor: True where the draw is 1."""
     gen = resolve("bernoulli", generator)
     dtype = like.dtype if like.dtype.is_floating_point else torch.float32
     prob = torch.tensor(float(p), dtype=dtype, device=like.device)
     u = _uniform("bernoulli", tuple(like.shape), dtype, like.device, gen, int(first))
-    return (u < prob).to(like.dtype)
+    return u < prob
 
 
 # ----------------------------------------------------------------------------- in-place fills

@@ -9,6 +9,7 @@ count -- and one call uses one offset.  In a split batch i is the index in the
 global batch (dim 0 the sample dim), so the masks do not depend on the split.
 """
 
+import functools
 import numbers
 
 import torch
@@ -16,7 +17,7 @@ import torch
 from ...ops import backend, batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops.generator import check_generator, resolve
-from ...ops.random import bernoulli_slice
+from ...ops.random import bernoulli_slice_mask
 
 
 def dropout_scale(p, dtype):
@@ -24,6 +25,15 @@ def dropout_scale(p, dtype):
     double and rounded to `dtype`, then scale = div_rn(1, q) in `dtype`."""
     q = torch.tensor(1.0 - p, dtype=torch.float64).to(dtype)
     return E.div(torch.ones((), dtype=dtype), q)
+
+
+_cached_scale = functools.lru_cache(maxsize=64)(dropout_scale)
+
+
+def _scale_to_read(p, dtype):
+    """dropout_scale(p, dtype) for a caller that only reads it: kept per (p,
+    dtype), except under a torch.func transform (whose tensors must not outlive it)."""
+    return dropout_scale(p, dtype) if backend.transforms_active() else _cached_scale(p, dtype)
 
 
 def dropout_noise(input, p, generator=None):
@@ -37,8 +47,8 @@ def dropout_noise(input, p, generator=None):
     if batch_slice is not None and input.dim() > 0:
         batch_slice.check_rows("dropout", "input", input)
         first = batch_slice.offset * (input.numel() // input.shape[0] if input.shape[0] else 0)
-    keep = bernoulli_slice(input.detach(), 1.0 - p, first, generator=generator) != 0
-    scale = dropout_scale(p, input.dtype).to(input.device)
+    keep = bernoulli_slice_mask(input.detach(), 1.0 - p, first, generator=generator)
+    scale = _scale_to_read(p, input.dtype).to(input.device)
     return torch.where(keep, scale, torch.zeros((), dtype=input.dtype, device=input.device))
 
 
