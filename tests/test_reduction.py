@@ -137,6 +137,10 @@ CASES = [
     ((4, 5, 6), (-1, -3), True),
     ((6, 7, 40), (1, 2), False),
     ((3, 50, 2, 3), (1, 3), False),
+    # a middle run of dims, read in place (kept dims on both sides)
+    ((4, 300, 6), 1, False),
+    ((3, 5, 7, 4), (1, 2), True),
+    ((2, 129, 3), -2, False),
     ((37,), None, False),
     ((2, 3, 4), None, True),
     ((2, 3, 4), (), False),
@@ -221,6 +225,20 @@ def test_signed_zero_and_empty_sums():
     assert bits(softrep.sum(z, 1)).tolist() == [0x80000000] * 3  # blocks start at their first element
     assert bits(softrep.sum(torch.zeros(2, 0), 1)).tolist() == [0, 0]  # n = 0: +0
     assert bits(softrep.sum(torch.zeros(0, 3, dtype=torch.float64), 0)).tolist() == [0, 0, 0]
+
+
+def test_middle_dims_read_in_place_keep_zeros_and_nan(monkeypatch):
+    from softrep.cpu import reduce as cpu_reduce
+    calls = []
+    slabs = cpu_reduce.sum_values_of_slabs
+    monkeypatch.setattr(cpu_reduce, "sum_values_of_slabs", lambda *a: calls.append(a) or slabs(*a))
+    payload = np.array([0x7FC12345], dtype=np.uint32).view(np.float32)[0]
+    x = torch.full((2, 300, 3), -0.0)
+    x[1, 200, 2] = float(payload)
+    got = bits(softrep.sum(x, 1))
+    assert calls
+    assert got.tolist() == [[0x80000000] * 3, [0x80000000, 0x80000000, 0x7FC00000]]
+    assert bits(softrep.sum(torch.zeros(2, 0, 3), 1)).tolist() == [[0] * 3] * 2  # n = 0: +0
 
 
 def test_nan_outputs_are_canonical():

@@ -384,7 +384,23 @@ def _sum_kernels(sums):
             i0 = (w % nchunks) * OUTPUT_CHUNK
             column_block(P[j], xt, center, j * BLOCK, min(j * BLOCK + BLOCK, n), i0, min(i0 + OUTPUT_CHUNK, M))
 
-    return row_partials, column_partials
+    @kernel(f"{name}.slab_partials", *[(_a(t, 3), _a(t, 3), _a(t, 2)) for t in _FLOATS])
+    @njit(parallel=True, cache=True)
+    def slab_partials(P, x3, center):
+        # x3[o, k, i]: element k of output (o, i), the outputs of each o
+        # contiguous (a reduced run of middle dims).  P[j, o, i] = partial of
+        # block j of output (o, i): `column_partials` on every x3[o].
+        outer, n, inner = x3.shape
+        nb = P.shape[0]
+        nchunks = (inner + OUTPUT_CHUNK - 1) // OUTPUT_CHUNK
+        for w in prange(outer * nb * nchunks):
+            o = w // (nb * nchunks)
+            j = (w // nchunks) % nb
+            i0 = (w % nchunks) * OUTPUT_CHUNK
+            column_block(P[j, o], x3[o], center[o], j * BLOCK, min(j * BLOCK + BLOCK, n), i0,
+                         min(i0 + OUTPUT_CHUNK, inner))
+
+    return row_partials, column_partials, slab_partials
 
 
 @kernel("reduce.combine", *[(_a(t, 1), _a(t, 2)) for t in _FLOATS])
@@ -405,7 +421,7 @@ def blocked_sum(sums):
     """Launcher run(out[M], x[M, n], center[M]): out[i] = documented sum of
     sums.term(x[i, k], center[i]) over k (`sums`: a TermSum of
     softrep.algorithms.reduction)."""
-    row_partials, column_partials = _sum_kernels(sums)
+    row_partials, column_partials, _ = _sum_kernels(sums)
     plain_values = sums is VALUES
 
     def run(out, x, center):
@@ -439,6 +455,22 @@ def blocked_sum(sums):
 
 sum_values = blocked_sum(VALUES)
 sum_centered_squares = blocked_sum(CENTERED_SQUARES)
+
+
+def sum_values_of_slabs(out, x3):
+    """out[o * I + i] = documented sum of x3[o, :, i] over its middle dim, x3
+    (O, n, I) with unit stride along I: the block partials of `blocked_sum`'s
+    column layout for every o in one launch, then the tree of each output."""
+    outer, n, inner = x3.shape
+    if out.size == 0:
+        return
+    if n == 0:
+        out[:] = 0
+        return
+    nb = (n + BLOCK - 1) // BLOCK
+    P = np.empty((nb, outer, inner), dtype=x3.dtype)
+    _sum_kernels(VALUES)[2](P, x3, np.zeros((outer, inner), dtype=x3.dtype))
+    _combine(out, P.reshape(nb, outer * inner).T)
 
 
 # ------------------------------------------------------------------ the light path

@@ -116,8 +116,27 @@ def tree_nodes(partials, ranges):
     return out.reshape(len(ranges), *partials.shape[1:])
 
 
+def _slabs(x, dims):
+    """x (C-contiguous) as (outer, n, inner) when `dims` are one run of
+    consecutive dims with kept dims on both sides: output (o, i) reduces
+    x3[o, :, i], the order of `as_rows`' row.  None otherwise."""
+    if not dims:
+        return None
+    first, last = dims[0], dims[-1]
+    if last - first + 1 != len(dims) or first == 0 or last == x.dim() - 1 or not x.is_contiguous():
+        return None
+    outer, n, inner = math.prod(x.shape[:first]), math.prod(x.shape[first:last + 1]), math.prod(x.shape[last + 1:])
+    return x.detach().view(outer, n, inner)
+
+
 def sum_raw(x, dims, keepdim):
     out_shape, _, _ = reduction_shapes(x, dims, keepdim)
+    slabs = _slabs(x, dims) if backend.on_cpu_launcher(x) else None
+    if slabs is not None and slabs.numel() > 0:
+        # a middle run of dims: read in place, where as_rows would copy its transpose
+        out = torch.empty(slabs.shape[0] * slabs.shape[2], dtype=x.dtype)
+        backend.execute(cpu_reduce.sum_values_of_slabs, None, [out], [slabs])
+        return out.reshape(out_shape)
     return sum_rows(as_rows(x, dims)).reshape(out_shape)
 
 
