@@ -164,7 +164,16 @@ def _nll_weight_total(fn, kept, w_t, weighted, class_dim):
                              "data-parallel ranks) does not know while its first slice runs; use reduction='sum' "
                              "and divide by your own global total, or no split")
         return float(batchtree.batch_count(fn, w_t))
+    if not weighted and w_t.numel() <= _EXACT_COUNT.get(w_t.dtype, 0) and batching.values_readable(kept):
+        # a sum of ones and zeros: every partial of the batch tree is an
+        # integer no larger than the number of positions, so exact, and the
+        # total is the number of kept positions whatever the order
+        return float(int(kept.sum()))
     return batchtree.batch_total(fn, w_t)
+
+
+# Integers up to these are exact in the dtype (2^24 for float32, 2^53 for float64).
+_EXACT_COUNT = {torch.float32: 2**24, torch.float64: 2**53}
 
 
 def _nll_forward(logp, index, kept, w_t, weighted, class_dim, reduction, fn="nll_loss", key="loss"):
