@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from . import backend, batching, batchtree, mixed, summation
 from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
-from .memory import empty
+from .memory import empty, index_table
 from .products import bmm, check_operands, streams_tree, tree_product
 
 
@@ -222,8 +222,8 @@ def _weight_grad_nodes(g_t, xpad, ranges, stride, dilation, kernel, groups):
         return out
     if g_t.shape[2] == 0:  # no output pixels: every chain is +0, and so is every sum of them
         return out.zero_()
-    first = torch.tensor([f for f, _ in ranges], dtype=torch.int64)
-    counts = torch.tensor([c for _, c in ranges], dtype=torch.int64)
+    first = index_table([f for f, _ in ranges])
+    counts = index_table([c for _, c in ranges])
     backend.execute(cpu_conv.weight_grad_tree, None, [out], [g_t.detach(), xpad.detach(), first, counts],
                     stride[0], stride[1], dilation[0], dilation[1], kernel[0], kernel[1], groups)
     return out

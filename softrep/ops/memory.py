@@ -1,5 +1,6 @@
 # softrep: no kernels
-"""Output allocation for the ops: `empty(shape, dtype, device)`.
+"""Output allocation for the ops: `empty(shape, dtype, device)`, and the
+small int64 tables that kernels read (`index_table`).
 
 A fresh CPU tensor of tens of megabytes is first touched by the kernel that
 fills it, and with 4 KB pages every page is a fault: on the development VM
@@ -12,6 +13,7 @@ live, never their values; where it is unavailable (not Linux, no libc
 """
 
 import ctypes
+import functools
 import sys
 
 import torch
@@ -53,3 +55,16 @@ def empty(shape, *, dtype, device):
     out = torch.empty(shape, dtype=dtype, device=device)
     advise_huge_pages(out)
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _table(values, device):
+    return torch.tensor(values, dtype=torch.int64, device=device)
+
+
+def index_table(values, device="cpu"):
+    """An int64 tensor holding `values` (ints), kept per (values, device): the
+    launch tables of the tree kernels (each node's first sample and count,
+    the operands' dims), which the kernels only read.  Callers must not
+    write to it."""
+    return _table(tuple(int(v) for v in values), torch.device(device))

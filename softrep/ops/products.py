@@ -20,7 +20,7 @@ from . import backend, batching, batchtree, outputs
 from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
 from ..cuda import linalg as cuda_linalg
-from .memory import empty
+from .memory import empty, index_table
 from .validate import ALL_FLOAT_DTYPES, broadcast_shapes
 from . import lowp
 from . import mixed
@@ -145,10 +145,9 @@ def tree_product(at, b, ranges):
         return out
     if k_count == 0:  # every chain is +0, and so is every sum of them
         return out.zero_()
-    index = dict(dtype=torch.int64, device=at.device)
-    first = torch.tensor([f for f, _ in ranges], **index)
-    counts = torch.tensor([c for _, c in ranges], **index)
-    dims = torch.tensor([samples, groups, k_count, m, n], **index)
+    first = index_table([f for f, _ in ranges], at.device)
+    counts = index_table([c for _, c in ranges], at.device)
+    dims = index_table([samples, groups, k_count, m, n], at.device)
     if backend.on_cpu_launcher(at, b):
         # the CPU launcher copies the operands once, into zero-padded blocks,
         # from any layout (the backward's transposed views included)

@@ -21,6 +21,7 @@ import math
 import torch
 
 from . import backend, batching, mixed
+from .memory import index_table
 from .validate import FLOAT_DTYPES, normalize_dim
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
@@ -107,9 +108,8 @@ def tree_nodes(partials, ranges):
     width = math.prod(partials.shape[1:])
     out = torch.empty((len(ranges), width), dtype=partials.dtype, device=partials.device)
     if out.numel():
-        index = dict(dtype=torch.int64, device=partials.device)
-        first = torch.tensor([f for f, _ in ranges], **index)
-        counts = torch.tensor([c for _, c in ranges], **index)
+        first = index_table([f for f, _ in ranges], partials.device)
+        counts = index_table([c for _, c in ranges], partials.device)
         rows = partials.detach().contiguous().reshape(samples, width)
         work = builtins.sum(c for _, c in ranges) * width
         backend.execute(cpu_reduce.tree_nodes, cuda_reduce.tree_nodes, [out], [rows, first, counts], work=work)
