@@ -338,8 +338,12 @@ def test_light_reductions_and_mm_are_the_light_kernels(monkeypatch):
     softrep.amax(torch.ones(2, 3), 1)
     softrep.mm(torch.ones(2, 2), torch.ones(2, 2))
     softrep.sum(torch.ones(2, 3), 0)  # not trailing dims: the general path
-    softrep.sum(torch.ones(4, requires_grad=True))  # autograd records: the general path
     assert calls == ["serial_sum", "serial_extreme", "serial_product"]
+    # autograd records: the Function's forward (grad mode off) runs the same serial kernels
+    recorded = [softrep.sum(torch.ones(4, requires_grad=True)), softrep.amax(torch.ones(2, 3, requires_grad=True), 1),
+                softrep.mm(torch.ones(2, 2, requires_grad=True), torch.ones(2, 2))]
+    assert all(r.grad_fn is not None for r in recorded)
+    assert calls[3:] == ["serial_sum", "serial_extreme", "serial_product"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

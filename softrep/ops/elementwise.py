@@ -180,6 +180,24 @@ def light(cpu_run, values):
     return result
 
 
+def _scalars_as_numbers(tensors):
+    """`tensors` with each plain 0-d CPU tensor among larger ones replaced by
+    its value as a Python float (exact for float32 and float64), which `light`
+    reads from a buffer of equal elements: the same operand at every index,
+    as broadcasting gives.  Unchanged under a torch.func transform."""
+    if len(tensors) < 2 or backend.transforms_active():
+        return tensors
+    scalar = larger = False
+    for t in tensors:
+        if t.dim() == 0:
+            scalar = True
+        else:
+            larger = True
+    if not (scalar and larger):
+        return tensors
+    return [float(t) if t.dim() == 0 and t.is_cpu and type(t) is torch.Tensor else t for t in tensors]
+
+
 def _reduce_to_input(grad, shape):
     """grad summed over its broadcast dimensions back to `shape` (None: keep),
     in the documented sum order (`softrep.ops.summation.sum_to_shape`)."""
@@ -269,7 +287,7 @@ class ElementwiseSpec:
         Small same-shape CPU operands take the light path (`light`): inside
         the autograd Function's forward grad mode is off, so a recorded op
         runs the same serial kernel as an unrecorded one."""
-        result = light(self.launchers[suffix][0], tensors)
+        result = light(self.launchers[suffix][0], _scalars_as_numbers(tensors))
         if result is not None:
             return result
         return _apply(self.name, self.launchers[suffix], self.arg_names, tensors,
@@ -322,14 +340,24 @@ def operands(fn, arg_names, values):
     first = values[0]
     if isinstance(first, torch.Tensor) and first.dtype in _WIDE_DTYPES:
         # the common case, checked at a fraction of the general path's cost:
-        # tensors only, of one float32/float64 dtype and one device, no autocast
+        # tensors of one float32/float64 dtype and one device, or Python
+        # numbers (converted as tensor_operands does), and no autocast
         kind, device = first.dtype, first.device
+        numbers = False
         for v in values[1:]:
-            if not (isinstance(v, torch.Tensor) and v.dtype == kind and v.device == device):
+            if isinstance(v, torch.Tensor):
+                if v.dtype != kind or v.device != device:
+                    break
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                numbers = True
+            else:
                 break
         else:
-            if mixed.autocast_dtype(values) is None:
-                return list(values)
+            if mixed.autocast_dtype([v for v in values if isinstance(v, torch.Tensor)]) is None:
+                if not numbers:
+                    return list(values)
+                return [v if isinstance(v, torch.Tensor) else torch.tensor(float(v), dtype=kind, device=device)
+                        for v in values]
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     if tensors:
         cast, _ = mixed.autocast_operands(fn, tensors)

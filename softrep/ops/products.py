@@ -181,7 +181,27 @@ def _bmm_low(out, a, b, addend):
     return out
 
 
+def _light_mm(a, b):
+    """a @ b by the light path's serial kernel (plain contiguous CPU tensors,
+    nothing to record, at most SERIAL_FMAS fmas), or None where it does not apply."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m * n * k > cpu_linalg.SERIAL_FMAS:
+        return None
+    dtype = backend.light_dtype((a, b), same_shape=False)
+    if dtype is None:
+        return None
+    result = backend.new_empty(a, (m, n))
+    if result.numel():  # the same chains on the calling thread
+        cpu_linalg.serial_product(dtype, result.data_ptr(), a.data_ptr(), b.data_ptr(), m, k, n)
+    return result
+
+
 def _mm(a, b, addend=None):
+    if addend is None:
+        light = _light_mm(a, b)  # inside _MM's forward grad mode is off
+        if light is not None:
+            return light
     return bmm_forward(a.unsqueeze(0), b.unsqueeze(0), None if addend is None else addend.unsqueeze(0))[0]
 
 
@@ -431,15 +451,9 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     _check_inner("mm", "input", input.shape[1], "mat2", mat2.shape[0])
     if out is not None:
         return _mm_into(input, mat2, out)
-    m, k = input.shape
-    n = mat2.shape[1]
-    if m * n * k <= cpu_linalg.SERIAL_FMAS:
-        dtype = backend.light_dtype((input, mat2), same_shape=False)
-        if dtype is not None:  # the light path: the same chains on the calling thread
-            result = backend.new_empty(input, (m, n))
-            if result.numel():
-                cpu_linalg.serial_product(dtype, result.data_ptr(), input.data_ptr(), mat2.data_ptr(), m, k, n)
-            return result
+    light = _light_mm(input, mat2)
+    if light is not None:
+        return light
     return backend.call(_MM, input, mat2, None)
 
 

@@ -40,8 +40,23 @@ def _extreme_raw(fn, x, dims, keepdim, largest):
     return values.reshape(out_shape), indices.reshape(out_shape)
 
 
+def _light_extreme(x, dims, keepdim, largest):
+    """amax/amin over `dims` by the light path's serial kernel (`light_rows`),
+    or None where that path does not apply."""
+    light = light_rows(x, dims, keepdim)
+    if light is None:
+        return None
+    numpy_dtype, m, n, out_shape = light
+    out = backend.new_empty(x, out_shape)
+    cpu_reduce.serial_extreme(numpy_dtype, out.data_ptr(), x.data_ptr(), m, n, largest)
+    return out
+
+
 def _extreme_values_raw(fn, x, dims, keepdim, largest):
     """The values of `_extreme_raw` alone (amax, amin): the kernel finds no indices."""
+    light = _light_extreme(x, dims, keepdim, largest)  # inside _Extreme's forward grad mode is off
+    if light is not None:
+        return light
     rows, out_shape = _extreme_rows(fn, x, dims, keepdim)
     values = torch.empty(rows.shape[0], dtype=x.dtype, device=x.device)
     backend.execute(cpu_reduce.extreme_values, cuda_reduce.extreme_values, [values], [rows], largest)
@@ -176,12 +191,9 @@ def std(input, dim=None, *, correction=1, keepdim=False):
 def _extreme(fn, input, dim, keepdim, largest):
     check_input(fn, input)
     dims = reduced_dims(fn, input, dim)
-    light = light_rows(input, dims, keepdim)
+    light = _light_extreme(input, dims, keepdim, largest)
     if light is not None:
-        numpy_dtype, m, n, out_shape = light
-        out = backend.new_empty(input, out_shape)
-        cpu_reduce.serial_extreme(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n, largest)
-        return out
+        return light
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
     return backend.call(_Extreme, x, dims, keepdim and input.dim() > 0, largest, fn)

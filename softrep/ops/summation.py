@@ -27,7 +27,7 @@ from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "sum_to_shape", "SumFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
-           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows"]
+           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -130,6 +130,9 @@ def _slabs(x, dims):
 
 
 def sum_raw(x, dims, keepdim):
+    light = light_sum(x, dims, keepdim)  # inside SumFunction's forward grad mode is off
+    if light is not None:
+        return light
     out_shape, _, _ = reduction_shapes(x, dims, keepdim)
     slabs = _slabs(x, dims) if backend.on_cpu_launcher(x) else None
     if slabs is not None and slabs.numel() > 0:
@@ -230,16 +233,25 @@ def light_rows(input, dims, keepdim):
     return dtype, m, total // m, lead + (1,) * len(dims) if keepdim else lead
 
 
+def light_sum(input, dims, keepdim):
+    """The sum over `dims` by the light path's serial kernel (`light_rows`), or
+    None where that path does not apply."""
+    light = light_rows(input, dims, keepdim)
+    if light is None:
+        return None
+    numpy_dtype, m, n, out_shape = light
+    out = backend.new_empty(input, out_shape)
+    cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n)
+    return out
+
+
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
     check_input("sum", input)
     check_dtype("sum", input, dtype)
     dims = reduced_dims("sum", input, dim)
-    light = light_rows(input, dims, keepdim)
+    light = light_sum(input, dims, keepdim)
     if light is not None:
-        numpy_dtype, m, n, out_shape = light
-        out = backend.new_empty(input, out_shape)
-        cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n)
-        return out
+        return light
     if input.dim() == 0:
         return backend.call(SumFunction, input.reshape(1), (0,), False)
     return backend.call(SumFunction, input, dims, keepdim)
