@@ -189,11 +189,11 @@ def test_direct_product_gives_the_packed_bits(shape, dtype, addend, monkeypatch)
     b = torch.randn(2, k, n, generator=g, dtype=dtype).numpy()
     b[0, 0, 0] = np.nan
     c = torch.randn(2, m, n, generator=g, dtype=dtype).numpy() if addend else None
-    assert 2 * m * n * k <= cpu_linalg.DIRECT_MAX
+    assert 2 * m * n * k <= cpu_linalg.SERIAL_FMAS
     direct = np.empty((2, m, n), a.dtype)
     with ieee_state():
         cpu_linalg.bmm(direct, a, b, c)
-        monkeypatch.setattr(cpu_linalg, "DIRECT_MAX", 0)
+        monkeypatch.setattr(cpu_linalg, "SERIAL_FMAS", 0)
         packed = np.empty((2, m, n), a.dtype)
         cpu_linalg.bmm(packed, a, b, c)
     assert np.array_equal(direct.view(np.uint8), packed.view(np.uint8))
@@ -207,7 +207,7 @@ def test_one_thread_launches_give_the_parallel_bits(op, monkeypatch):
     small = op(x)  # at most SERIAL_WORK: one thread
     monkeypatch.setattr(backend, "SERIAL_WORK", -1)
     monkeypatch.setattr(cpu_launch, "SERIAL_MAX", -1)
-    monkeypatch.setattr(cpu_linalg, "DIRECT_MAX", -1)
+    monkeypatch.setattr(cpu_linalg, "SERIAL_FMAS", -1)
     for spec in E.SPECS.values():
         for cpu_run, _ in spec.launchers.values():
             monkeypatch.setattr(cpu_run, "serial_max", -1)

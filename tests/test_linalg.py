@@ -146,16 +146,19 @@ def test_transposed_and_strided_inputs(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_transposed_operands_on_the_packed_path(dtype):
-    """Products above the direct path's size pack a transposed operand (a
-    weight's t(), the backward's transposes) from its own layout
-    (softrep/cpu/linalg.py `pack_a`, `pack_b`): the same bits as the
+@pytest.mark.parametrize("serial_fmas", [-1, None], ids=["packed", "serial"])
+def test_transposed_operands_on_the_packed_path(dtype, serial_fmas, monkeypatch):
+    """A transposed operand (a weight's t(), the backward's transposes) is
+    read from its own layout, by the packed path (softrep/cpu/linalg.py
+    `pack_a`, `pack_b`) and by the serial one: the same bits as the
     contiguous copy, edges not a multiple of the register block included;
     some outputs against the oracle."""
-    from softrep.cpu.linalg import DIRECT_MAX
+    from softrep.cpu import linalg
 
     m, k, n = 67, 45, 83
-    assert m * k * n > DIRECT_MAX
+    if serial_fmas is not None:
+        monkeypatch.setattr(linalg, "SERIAL_FMAS", serial_fmas)
+    assert (m * k * n > linalg.SERIAL_FMAS) == (serial_fmas is not None)
     a, b = normal_tensor(40, (m, k), dtype), normal_tensor(41, (k, n), dtype)
     at, bt = a.t().contiguous().t(), b.t().contiguous().t()
     assert not at.is_contiguous() and not bt.is_contiguous()
@@ -321,11 +324,13 @@ for i, (m, k, n) in enumerate(%(shapes)r):
         a = torch.load(f"{out_dir}/a{i}{dtype}.pt")
         b = torch.load(f"{out_dir}/b{i}{dtype}.pt")
         c = torch.load(f"{out_dir}/c{i}{dtype}.pt")
-        torch.save(P.mm(a, b), f"{out_dir}/mm{i}{dtype}.pt")
-        torch.save(P.addmm(c, a, b), f"{out_dir}/addmm{i}{dtype}.pt")
+        for path, serial_fmas in (("serial", linalg.SERIAL_FMAS), ("packed", -1)):
+            linalg.SERIAL_FMAS = serial_fmas
+            torch.save(P.mm(a, b), f"{out_dir}/mm{i}{dtype}{path}.pt")
+            torch.save(P.addmm(c, a, b), f"{out_dir}/addmm{i}{dtype}{path}.pt")
 """
 
-# Odd shapes on the packed path (M*N*K above DIRECT_MAX): M below and between
+# Odd shapes, each on the serial and on the packed path: M below and between
 # MR, N not a multiple of NR, K across a k-block boundary.
 _BLOCKING_SHAPES = [(37, 300, 53), (5, 270, 101), (20, 70, 131)]
 
@@ -354,8 +359,9 @@ def test_every_register_blocking_gives_the_chain(name, tmp_path):
     assert proc.stdout.split() == [name, str(blocking.mr), str(blocking.nr[np.dtype(np.float32)]),
                                    str(blocking.nr[np.dtype(np.float64)])]
     for (i, dtype), (a, b, c) in cases.items():
-        assert_same_bits(torch.load(tmp_path / f"mm{i}{dtype}.pt"), oracle_mm(a, b))
-        assert_same_bits(torch.load(tmp_path / f"addmm{i}{dtype}.pt"), oracle_mm(a, b, c))
+        for path in ("serial", "packed"):
+            assert_same_bits(torch.load(tmp_path / f"mm{i}{dtype}{path}.pt"), oracle_mm(a, b))
+            assert_same_bits(torch.load(tmp_path / f"addmm{i}{dtype}{path}.pt"), oracle_mm(a, b, c))
 
 
 def test_unknown_blocking_is_refused():

@@ -41,9 +41,7 @@ import numpy as np
 from numba import carray, njit, prange, types
 from numba.core import config as _numba_config
 
-from ..algorithms.products import (CHAIN_START, chain_step, dot_chain, finish, finish_add, micro_kernel, start_chains,
-                                   tree_carry, tree_finish,
-                                   tree_slot, tree_slots)
+from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.widening import narrowed_bits, widened
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from .launch import address_as_pointer, host_vector_bits, kernel
@@ -402,67 +400,28 @@ def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
     finish_padded(out, cpad, addend, bias_rows, narrow)
 
 
-# Products of at most this many fmas run `_direct` on the calling thread: the
-# packed path's four parallel launches cost more than the work.
-DIRECT_MAX = 131072  # 2^17
-
-
-@njit(cache=True, error_model="numpy")
-def _direct_chains(out, a, bm):
-    """out[b, i, j] = the chain of a[b, i, :] and bm[b, :, j], before `finish`.
-
-    Row by row, k outermost: each out[b, i, j] is its own accumulator and takes
-    its `chain_step`s for k = 0, 1, ..., K-1 in order, from +0 -- the chain of
-    docs/order.md; the loop over j runs the independent chains of a row side
-    by side (it vectorises)."""
-    nb, m, k_count = a.shape
-    n = out.shape[2]
-    for b in range(nb):
-        for i in range(m):
-            row = out[b, i]
-            start_chains(row)
-            for k in range(k_count):
-                aik = a[b, i, k]
-                brow = bm[b, k]
-                for j in range(n):
-                    row[j] = chain_step(aik, brow[j], row[j])
-
-
-@kernel("linalg.direct", *_arrays(3, 3, 3))
-@njit(cache=True, error_model="numpy")
-def _direct(out, a, bm):
-    _direct_chains(out, a, bm)
-    nb, m, n = out.shape
-    for b in range(nb):
-        for i in range(m):
-            for j in range(n):
-                out[b, i, j] = finish(out[b, i, j])
-
-
-@kernel("linalg.direct_add", *_arrays(3, 3, 3, 3))
-@njit(cache=True, error_model="numpy")
-def _direct_add(out, a, bm, addend):
-    _direct_chains(out, a, bm)
-    nb, m, n = out.shape
-    for b in range(nb):
-        for i in range(m):
-            for j in range(n):
-                out[b, i, j] = finish_add(out[b, i, j], addend[b, i, j])
+def _serial_operand(x):
+    """x (B, R, C) as `serial_product` reads it: (COLUMNS, x) when x is the
+    transpose of a C-contiguous array, else (ROWS, x C-contiguous)."""
+    if _is_transposed(x):
+        return COLUMNS, x
+    return ROWS, np.ascontiguousarray(x)
 
 
 def bmm(out, a, b, addend=None):
     """out (B, M, N) = a (B, M, K) @ b (B, K, N) [+ addend (B, M, N)]: out and
     addend C-contiguous; a and b any layout, read where they lie when
-    C-contiguous or transposes of C-contiguous arrays (`pack_a`, `pack_b`)."""
+    C-contiguous or transposes of C-contiguous arrays (`pack_a`, `pack_b`).
+    Products of at most SERIAL_FMAS fmas run `serial_product` on the calling
+    thread: the packed path's four parallel launches cost more than the work."""
     nb, k_count, n = b.shape
     if out.size == 0:
         return
-    if out.size * k_count <= DIRECT_MAX:
-        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-        if addend is None:
-            _direct(out, a, b)
-        else:
-            _direct_add(out, a, b, addend)
+    if out.size * k_count <= SERIAL_FMAS:
+        (a_layout, a), (b_layout, b) = _serial_operand(a), _serial_operand(b)
+        serial_product(out.dtype, out.ctypes.data, a.ctypes.data, b.ctypes.data,
+                       0 if addend is None else addend.ctypes.data, nb, a.shape[1], k_count, n, a_layout, b_layout,
+                       NO_ADDEND if addend is None else FULL_ADDEND)
         return
     bp = packed_b(nb, k_count, n, b.dtype)
     if k_count:
@@ -472,40 +431,109 @@ def bmm(out, a, b, addend=None):
 
 # --------------------------------------------------------------------------- the light path
 #
-# A small product of contiguous matrices on the calling thread, through the
-# tensors' addresses (the elementwise ops' light path, softrep/cpu/launch.py):
-# each output's chain (`dot_chain` from +0, then `finish`), one after the
-# other.  Packing and blocking cost more than the products themselves at
-# these sizes; the chains are the same, so are the bits.
+# A small product on the calling thread, through the tensors' addresses (the
+# elementwise ops' light path, softrep/cpu/launch.py): both operands packed
+# into the micro-kernel's panels by one serial kernel, every chain advanced
+# from +0 through all of k, then ended.  Parallel launches cost more than
+# the products themselves at these sizes; the chains are the same, so are
+# the bits.
 
-SERIAL_FMAS = 4096  # the largest M*N*K the light path takes
+SERIAL_FMAS = 1 << 22  # the largest B*M*N*K the light path takes (docs/benchmarks.md)
+
+# Operand layouts of `serial_product`: a (m, k) stored as it is (ROWS) or as
+# the C-contiguous (k, m) whose transpose it is (COLUMNS: a weight's t(), the
+# backward's transposes), per batch; b likewise.
+ROWS, COLUMNS = 0, 1
+# Its addends: none, one row of n broadcast to every output row (linear's
+# bias), or a full (nb, m, n) addend.
+NO_ADDEND, ROW_ADDEND, FULL_ADDEND = 0, 1, 2
 
 
 def _serial_product(dtype):
-    zero = CHAIN_START[np.dtype(dtype).name]
+    micro = _MICRO[np.dtype(dtype)]
+    mr, nr = MR, NR[np.dtype(dtype)]
 
-    def product_serial(out, a, b, m, k, n, mask):
+    def product_serial(out, a, b, addend, nb, m, k, n, a_layout, b_layout, addend_kind, mask):
         old = enter_ieee(mask)
-        o = carray(address_as_pointer(out), m * n, dtype)
-        x = carray(address_as_pointer(a), m * k, dtype)
-        y = carray(address_as_pointer(b), k * n, dtype)
-        for i in range(m):
-            for j in range(n):
-                o[i * n + j] = finish(dot_chain(x, i * k, 1, y, j, n, k, zero))
+        m_panels, n_panels = (m + mr - 1) // mr, (n + nr - 1) // nr
+        npad = n_panels * nr
+        o = carray(address_as_pointer(out), nb * m * n, dtype)
+        x = carray(address_as_pointer(a), nb * m * k, dtype)
+        y = carray(address_as_pointer(b), nb * k * n, dtype)
+        c_size = nb * m * n if addend_kind == FULL_ADDEND else (n if addend_kind == ROW_ADDEND else 0)
+        z = carray(address_as_pointer(addend), c_size, dtype)
+        ap = np.empty(m_panels * k * mr, dtype)
+        bp = np.empty(n_panels * k * nr, dtype)
+        cpad = np.empty(m_panels * mr * npad, dtype)
+        for s in range(nb):
+            xs, ys, os = s * m * k, s * k * n, s * m * n
+            # a into MR-row panels, ap[(ip*k + kk)*mr + r] = a[ip*mr + r, kk],
+            # b into NR-column panels, bp[(jp*k + kk)*nr + j] = b[kk, jp*nr + j];
+            # the padding is +0 and feeds only chains that are thrown away.
+            # Each loop reads its operand in storage order.
+            ap[:] = 0
+            bp[:] = 0
+            if a_layout == COLUMNS:  # a[i, kk] at kk*m + i
+                for kk in range(k):
+                    for i in range(m):
+                        ap[((i // mr) * k + kk) * mr + i % mr] = x[xs + kk * m + i]
+            else:  # a[i, kk] at i*k + kk
+                for i in range(m):
+                    base = (i // mr) * k * mr + i % mr
+                    for kk in range(k):
+                        ap[base + kk * mr] = x[xs + i * k + kk]
+            if b_layout == COLUMNS:  # b[kk, j] at j*k + kk
+                for j in range(n):
+                    base = (j // nr) * k * nr + j % nr
+                    for kk in range(k):
+                        bp[base + kk * nr] = y[ys + j * k + kk]
+            else:  # b[kk, j] at kk*n + j
+                for kk in range(k):
+                    for j in range(n):
+                        bp[((j // nr) * k + kk) * nr + j % nr] = y[ys + kk * n + j]
+            # every chain from +0 through all of k in one call: the chains of "Matrix products"
+            for jp in range(n_panels):
+                for ip in range(m_panels):
+                    micro(ap, bp, cpad, ip * k * mr, jp * k * nr, ip * mr * npad + jp * nr, npad, k, True)
+            if addend_kind == ROW_ADDEND:
+                for i in range(m):
+                    for j in range(n):
+                        o[os + i * n + j] = finish_add(cpad[i * npad + j], z[j])
+            elif addend_kind == FULL_ADDEND:
+                for i in range(m):
+                    for j in range(n):
+                        o[os + i * n + j] = finish_add(cpad[i * npad + j], z[os + i * n + j])
+            else:
+                for i in range(m):
+                    for j in range(n):
+                        o[os + i * n + j] = finish(cpad[i * npad + j])
         leave_ieee(old)
 
     address = types.intp
-    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 3 + (_I,) * 4)(
+    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 4 + (_I,) * 8)(
         njit(cache=True, error_model="numpy")(product_serial))
 
 
 _SERIAL_PRODUCT = {np.dtype(t): _serial_product(t) for t in (np.float32, np.float64)}
+_SERIAL_LOADED = set()
 
 
-def serial_product(dtype, out, a, b, m, k, n):
-    """out (m, n) = a (m, k) @ b (k, n), C-contiguous buffers of numpy dtype
-    `dtype` given by their addresses; m * n * k <= SERIAL_FMAS."""
-    _SERIAL_PRODUCT[dtype](out, a, b, m, k, n, CONTROL_MASK)
+def serial_product(dtype, out, a, b, addend, nb, m, k, n, a_layout=ROWS, b_layout=ROWS, addend_kind=NO_ADDEND):
+    """out (nb, m, n) = a (nb, m, k) @ b (nb, k, n) [+ addend], on the calling
+    thread, buffers of numpy dtype `dtype` given by their addresses: out
+    C-contiguous, a and b in `a_layout`/`b_layout` (ROWS, COLUMNS), the
+    addend (address 0 for none) by `addend_kind`.  nb * m * n * k <= SERIAL_FMAS.
+
+    The same micro-kernel as the packed path advances every chain from +0
+    through all of k in one call; the operands are packed on the calling
+    thread, so the small products of training pay no parallel launch."""
+    run = _SERIAL_PRODUCT[dtype]
+    if dtype in _SERIAL_LOADED:
+        run(out, a, b, addend, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
+    else:  # compiled (or loaded) at the first call, with the micro-kernel's vectorizer
+        with slp_vectorize():
+            run(out, a, b, addend, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
+        _SERIAL_LOADED.add(dtype)
 
 
 # --------------------------------------------------------------------------- per-sample chains into the batch tree

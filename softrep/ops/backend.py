@@ -86,11 +86,12 @@ def selected(backend):
             os.environ["SOFTREP_BACKEND"] = old
 
 
-def light_dtype(tensors, same_shape=True):
+def light_dtype(tensors, same_shape=True, transposed=False):
     """The numpy dtype of `tensors` when an op on them may take the light CPU
     path, else None.  The light path skips the autograd Function, the
     broadcasting and the conversion to numpy: it needs plain CPU tensors of
-    one float dtype and (with `same_shape`) one shape, C-contiguous, with no
+    one float dtype and (with `same_shape`) one shape, C-contiguous (or, with
+    `transposed`, the transpose of their last two dims C-contiguous), with no
     gradient to record (none requires one, or grad mode is off), no torch.func
     transform active, and the CPU backend."""
     first = tensors[0]
@@ -98,18 +99,23 @@ def light_dtype(tensors, same_shape=True):
         return None
     dtype = _NUMPY_DTYPES.get(first.dtype)
     grad = torch.is_grad_enabled()
-    if dtype is None or not first.is_cpu or not first.is_contiguous() or (grad and first.requires_grad):
+    if dtype is None or not first.is_cpu or not _laid_out(first, transposed) or (grad and first.requires_grad):
         return None
     if len(tensors) > 1:
         kind = first.dtype
         shape = first.shape if same_shape else None
         for t in tensors[1:]:
             if (type(t) not in _PLAIN_TENSORS or not t.is_cpu or t.dtype != kind
-                    or (same_shape and t.shape != shape) or not t.is_contiguous() or (grad and t.requires_grad)):
+                    or (same_shape and t.shape != shape) or not _laid_out(t, transposed)
+                    or (grad and t.requires_grad)):
                 return None
     if _transforms_active() or requested() == "cuda":
         return None
     return dtype
+
+
+def _laid_out(t, transposed):
+    return t.is_contiguous() or (transposed and t.dim() >= 2 and t.transpose(-1, -2).is_contiguous())
 
 
 def new_empty(like, shape):

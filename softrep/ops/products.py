@@ -101,6 +101,9 @@ def bmm_forward(a, b, addend=None, out=None):
     kernels get float32 copies."""
     nb, m, k = a.shape
     n = b.shape[2]
+    light = _light_product(a, b, addend, out)
+    if light is not None:
+        return light
     if out is None:
         out = empty((nb, m, n), dtype=a.dtype, device=a.device)
     if out.numel() == 0:
@@ -181,27 +184,53 @@ def _bmm_low(out, a, b, addend):
     return out
 
 
-def _light_mm(a, b):
-    """a @ b by the light path's serial kernel (plain contiguous CPU tensors,
-    nothing to record, at most SERIAL_FMAS fmas), or None where it does not apply."""
-    m, k = a.shape
-    n = b.shape[1]
-    if m * n * k > cpu_linalg.SERIAL_FMAS:
+def _light_product(a, b, addend=None, out=None):
+    """a (M, K) @ b (K, N) [+ addend], or batched (B, M, K) @ (B, K, N), by
+    the light path's serial kernel, or None where it does not apply: plain CPU
+    tensors with nothing to record (`backend.light_dtype`), each operand
+    C-contiguous or the transpose of a C-contiguous tensor, an addend of one
+    row (linear's bias) or of the output's shape, at most SERIAL_FMAS fmas.
+    `out`: a C-contiguous tensor of the output's shape to write to."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    nb = a.shape[0] if a.dim() == 3 else 1
+    if nb * m * n * k > cpu_linalg.SERIAL_FMAS:
         return None
-    dtype = backend.light_dtype((a, b), same_shape=False)
+    dtype = backend.light_dtype((a, b), same_shape=False, transposed=True)
     if dtype is None:
         return None
-    result = backend.new_empty(a, (m, n))
+    kind, address = cpu_linalg.NO_ADDEND, 0
+    if addend is not None:
+        if (addend.dim() == 0 or not addend.is_contiguous()
+                or backend.light_dtype((addend, a), same_shape=False, transposed=True) is None):
+            return None
+        if addend.numel() == n and addend.shape[-1] == n:
+            kind = cpu_linalg.ROW_ADDEND
+        elif addend.numel() == nb * m * n and addend.shape[-2:] == (m, n):
+            kind = cpu_linalg.FULL_ADDEND
+        else:
+            return None
+        address = addend.data_ptr()
+    if out is None:
+        result = backend.new_empty(a, (m, n) if a.dim() == 2 else (nb, m, n))
+    elif out.dtype == a.dtype and out.is_cpu and out.is_contiguous():
+        result = out
+    else:
+        return None
     if result.numel():  # the same chains on the calling thread
-        cpu_linalg.serial_product(dtype, result.data_ptr(), a.data_ptr(), b.data_ptr(), m, k, n)
+        cpu_linalg.serial_product(dtype, result.data_ptr(), a.data_ptr(), b.data_ptr(), address, nb, m, k, n,
+                                  _layout(a), _layout(b), kind)
     return result
 
 
+def _layout(t):
+    return cpu_linalg.ROWS if t.is_contiguous() else cpu_linalg.COLUMNS
+
+
 def _mm(a, b, addend=None):
-    if addend is None:
-        light = _light_mm(a, b)  # inside _MM's forward grad mode is off
-        if light is not None:
-            return light
+    light = _light_product(a, b, addend)  # inside _MM's forward grad mode is off
+    if light is not None:
+        return light
     return bmm_forward(a.unsqueeze(0), b.unsqueeze(0), None if addend is None else addend.unsqueeze(0))[0]
 
 
@@ -451,7 +480,7 @@ def mm(input, mat2, *, input_format=None, accumulate_format=None, rounding="near
     _check_inner("mm", "input", input.shape[1], "mat2", mat2.shape[0])
     if out is not None:
         return _mm_into(input, mat2, out)
-    light = _light_mm(input, mat2)
+    light = _light_product(input, mat2)
     if light is not None:
         return light
     return backend.call(_MM, input, mat2, None)
