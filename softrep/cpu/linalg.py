@@ -438,7 +438,7 @@ def bmm(out, a, b, addend=None):
 # the products themselves at these sizes; the chains are the same, so are
 # the bits.
 
-SERIAL_FMAS = 1 << 22  # the largest B*M*N*K the light path takes (docs/benchmarks.md)
+SERIAL_FMAS = 4_194_304  # 2^22, the largest B*M*N*K the light path takes (docs/benchmarks.md)
 
 # Operand layouts of `serial_product`: a (m, k) stored as it is (ROWS) or as
 # the C-contiguous (k, m) whose transpose it is (COLUMNS: a weight's t(), the
