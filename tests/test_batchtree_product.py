@@ -53,9 +53,16 @@ CASES = [  # samples, k, m, n
     (1, 1, 1, 1), (2, 3, 5, 4), (3, 5, 7, 9), (7, 4, 17, 33), (13, 3, 30, 40), (64, 2, 15, 70), (37, 0, 3, 4)]
 
 
+@pytest.mark.parametrize("launch", ["serial", "parallel"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("samples,k,m,n", CASES)
-def test_tree_product_is_the_materialised_tree(samples, k, m, n, dtype):
+def test_tree_product_is_the_materialised_tree(samples, k, m, n, dtype, launch, monkeypatch):
+    """On the calling thread (small launches) and in parallel: the bits of the
+    materialised tree."""
+    from softrep.cpu import linalg as cpu_linalg
+
+    if launch == "parallel":
+        monkeypatch.setattr(cpu_linalg, "SERIAL_FMAS", -1)
     at, b = operands(samples * 100 + m, samples, k, m, n, dtype)
     for start, total in [(0, samples), (3, samples + 5), (samples % 4, samples + 11)]:
         want = materialised_nodes(at, b, start, total)
@@ -80,6 +87,7 @@ def test_tree_product_split_into_children_keeps_the_bits(threads, monkeypatch):
     # the thread count the launcher's schedule reads, and nothing else's
     monkeypatch.setattr(cpu_linalg, "numba", SimpleNamespace(get_num_threads=lambda: threads))
     monkeypatch.setattr(cpu_linalg, "TREE_SPLIT_MACS", 0)  # split however small the launch
+    monkeypatch.setattr(cpu_linalg, "SERIAL_FMAS", -1)  # the parallel launch, which may split
     samples, k, m, n = 23, 3, 5, 9
     at, b = operands(7, samples, k, m, n, torch.float32)
     for start, total in [(0, samples), (5, samples + 9)]:

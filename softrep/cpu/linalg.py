@@ -449,11 +449,73 @@ ROWS, COLUMNS = 0, 1
 NO_ADDEND, ROW_ADDEND, FULL_ADDEND = 0, 1, 2
 
 
+@njit(cache=True, inline="always")
+def copy_run(dst, d0, src, s0, count, width):
+    """dst[d0 + r] = src[s0 + r] for r < count; `width` (a constant of the
+    caller, the panel width) is the common count, a loop of fixed length."""
+    if count == width:
+        for r in range(width):
+            dst[d0 + r] = src[s0 + r]
+    else:
+        for r in range(count):
+            dst[d0 + r] = src[s0 + r]
+
+
+@njit(cache=True, inline="always")
+def gather_run(dst, d0, src, s0, stride, count, width):
+    """dst[d0 + r] = src[s0 + r*stride] for r < count, as `copy_run`."""
+    if count == width:
+        for r in range(width):
+            dst[d0 + r] = src[s0 + r * stride]
+    else:
+        for r in range(count):
+            dst[d0 + r] = src[s0 + r * stride]
+
+
+@njit(cache=True, inline="always")
+def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout):
+    """a (m, k), from x at offset xs in `layout` (ROWS: a[i, kk] at i*k + kk;
+    COLUMNS: at kk*m + i), into mr-row panels: ap[(ip*k + kk)*mr + r] =
+    a[ip*mr + r, kk], the padding rows +0 (they feed only chains that are
+    thrown away)."""
+    ap[(m_panels - 1) * k * mr:m_panels * k * mr] = 0  # only the last panel holds padding
+    if layout == COLUMNS:  # a panel's rows of one kk are consecutive in x
+        for ip in range(m_panels):
+            rows = min(mr, m - ip * mr)
+            for kk in range(k):
+                copy_run(ap, (ip * k + kk) * mr, x, xs + kk * m + ip * mr, rows, mr)
+    else:  # a panel's rows of one kk are k apart in x
+        for ip in range(m_panels):
+            rows = min(mr, m - ip * mr)
+            for kk in range(k):
+                gather_run(ap, (ip * k + kk) * mr, x, xs + ip * mr * k + kk, k, rows, mr)
+
+
+@njit(cache=True, inline="always")
+def pack_panels_b(bp, y, ys, k, n, nr, n_panels, layout):
+    """b (k, n), from y at offset ys in `layout` (ROWS: b[kk, j] at kk*n + j;
+    COLUMNS: at j*k + kk), into nr-column panels: bp[(jp*k + kk)*nr + j] =
+    b[kk, jp*nr + j], the padding columns +0."""
+    bp[(n_panels - 1) * k * nr:n_panels * k * nr] = 0
+    if layout == COLUMNS:  # a panel's columns of one kk are k apart in y
+        for jp in range(n_panels):
+            cols = min(nr, n - jp * nr)
+            for kk in range(k):
+                gather_run(bp, (jp * k + kk) * nr, y, ys + jp * nr * k + kk, k, cols, nr)
+    else:  # a panel's columns of one kk are consecutive in y
+        for jp in range(n_panels):
+            cols = min(nr, n - jp * nr)
+            for kk in range(k):
+                copy_run(bp, (jp * k + kk) * nr, y, ys + kk * n + jp * nr, cols, nr)
+
+
 def _serial_product(dtype):
     micro = _MICRO[np.dtype(dtype)]
     mr, nr = MR, NR[np.dtype(dtype)]
 
-    def product_serial(out, a, b, addend, nb, m, k, n, a_layout, b_layout, addend_kind, mask):
+    itemsize = np.dtype(dtype).itemsize
+
+    def product_serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, mask):
         old = enter_ieee(mask)
         m_panels, n_panels = (m + mr - 1) // mr, (n + nr - 1) // nr
         npad = n_panels * nr
@@ -462,35 +524,16 @@ def _serial_product(dtype):
         y = carray(address_as_pointer(b), nb * k * n, dtype)
         c_size = nb * m * n if addend_kind == FULL_ADDEND else (n if addend_kind == ROW_ADDEND else 0)
         z = carray(address_as_pointer(addend), c_size, dtype)
-        ap = np.empty(m_panels * k * mr, dtype)
-        bp = np.empty(n_panels * k * nr, dtype)
-        cpad = np.empty(m_panels * mr * npad, dtype)
+        # the packed operands and the padded accumulators, in the caller's
+        # scratch buffer (`_serial_work`)
+        a_size, b_size = m_panels * k * mr, n_panels * k * nr
+        ap = carray(address_as_pointer(work), a_size, dtype)
+        bp = carray(address_as_pointer(work + a_size * itemsize), b_size, dtype)
+        cpad = carray(address_as_pointer(work + (a_size + b_size) * itemsize), m_panels * mr * npad, dtype)
         for s in range(nb):
             xs, ys, os = s * m * k, s * k * n, s * m * n
-            # a into MR-row panels, ap[(ip*k + kk)*mr + r] = a[ip*mr + r, kk],
-            # b into NR-column panels, bp[(jp*k + kk)*nr + j] = b[kk, jp*nr + j];
-            # the padding is +0 and feeds only chains that are thrown away.
-            # Each loop reads its operand in storage order.
-            ap[:] = 0
-            bp[:] = 0
-            if a_layout == COLUMNS:  # a[i, kk] at kk*m + i
-                for kk in range(k):
-                    for i in range(m):
-                        ap[((i // mr) * k + kk) * mr + i % mr] = x[xs + kk * m + i]
-            else:  # a[i, kk] at i*k + kk
-                for i in range(m):
-                    base = (i // mr) * k * mr + i % mr
-                    for kk in range(k):
-                        ap[base + kk * mr] = x[xs + i * k + kk]
-            if b_layout == COLUMNS:  # b[kk, j] at j*k + kk
-                for j in range(n):
-                    base = (j // nr) * k * nr + j % nr
-                    for kk in range(k):
-                        bp[base + kk * nr] = y[ys + j * k + kk]
-            else:  # b[kk, j] at kk*n + j
-                for kk in range(k):
-                    for j in range(n):
-                        bp[((j // nr) * k + kk) * nr + j % nr] = y[ys + kk * n + j]
+            pack_panels_a(ap, x, xs, m, k, mr, m_panels, a_layout)
+            pack_panels_b(bp, y, ys, k, n, nr, n_panels, b_layout)
             # every chain from +0 through all of k in one call: the chains of "Matrix products"
             for jp in range(n_panels):
                 for ip in range(m_panels):
@@ -510,7 +553,7 @@ def _serial_product(dtype):
         leave_ieee(old)
 
     address = types.intp
-    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 4 + (_I,) * 8)(
+    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 5 + (_I,) * 8)(
         njit(cache=True, error_model="numpy")(product_serial))
 
 
@@ -528,12 +571,23 @@ def serial_product(dtype, out, a, b, addend, nb, m, k, n, a_layout=ROWS, b_layou
     through all of k in one call; the operands are packed on the calling
     thread, so the small products of training pay no parallel launch."""
     run = _SERIAL_PRODUCT[dtype]
+    work = _serial_work(dtype, m, k, n, 1)
     if dtype in _SERIAL_LOADED:
-        run(out, a, b, addend, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
+        run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
     else:  # compiled (or loaded) at the first call, with the micro-kernel's vectorizer
         with slp_vectorize():
-            run(out, a, b, addend, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
+            run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
         _SERIAL_LOADED.add(dtype)
+
+
+def _serial_work(dtype, m, k, n, outputs):
+    """The address of this thread's scratch buffer for a serial kernel's
+    packed (m, k) and (k, n) operands and `outputs` padded (m, n) blocks of
+    accumulators."""
+    nr = NR[dtype]
+    m_panels, n_panels = -(-m // MR), -(-n // nr)
+    size = (m_panels * MR + n_panels * nr) * k + outputs * m_panels * MR * n_panels * nr
+    return scratch("serial_product", (size,), dtype).ctypes.data
 
 
 # --------------------------------------------------------------------------- per-sample chains into the batch tree
@@ -618,14 +672,17 @@ def store_tree_block(out, stack, node, g, ip0, ip1, jp, mr, nr):
 
 
 def _make_tree_blocks(micro, mr, nr, dtype):
+    """The tree-product kernels of one micro-kernel: the parallel one (a task
+    per thread) and the serial one (every task in turn on the calling thread,
+    for launches too small to pay a parallel launch).  Both run `run_task`."""
     index = types.Array(types.int64, 1, "C")
+    signature = (types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"), index, index,
+                 _I, _I)
 
-    @kernel(f"linalg.tree_blocks.{dtype}", (types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"),
-                                            types.Array(dtype, 4, "C"), index, index, _I, _I))
-    @njit(parallel=True, cache=True)
-    def tree_blocks(out, at, bm, first, counts, slots, run):
+    @njit(cache=True, inline="always")
+    def run_task(t, out, at, bm, first, counts, slots, run):
         # at (S, G, K, mpad) k-major, bm (S, G, K, npad), both zero-padded to
-        # whole register blocks; out (nodes, G, M, N).  One task per (node,
+        # whole register blocks; out (nodes, G, M, N).  Task t is one (node,
         # group, nr-column block, run of `run` mr-row panels): each sample's
         # column block of bm is read once from memory and then from cache
         # for every panel of the run.  The stack holds `slots` slots of the
@@ -636,24 +693,40 @@ def _make_tree_blocks(micro, mr, nr, dtype):
         runs = (panels + run - 1) // run
         columns = npad // nr
         at_flat, b_flat = at.reshape(-1), bm.reshape(-1)
-        for t in prange(first.size * groups * columns * runs):
-            node, g, jp, ip0, ip1 = tree_task(t, groups, columns, runs, run, panels)
-            ld = (ip1 - ip0) * mr * nr
-            stack = np.empty(slots * ld, at.dtype)
-            count = 0
-            for s in range(first[node], first[node] + counts[node]):
-                # the chains of sample s, from +0 over its K rows, straight into its slot
-                a_base = (s * groups + g) * k_count * mpad
-                b_off = (s * groups + g) * k_count * npad + jp * nr
-                c_base = tree_slot(count) * ld
-                for ip in range(ip0, ip1):
-                    micro(at_flat, b_flat, stack, a_base + ip * mr, b_off, c_base + (ip - ip0) * mr * nr, nr,
-                          k_count, True, mpad, npad)
-                count = tree_carry(stack, ld, count, ld)
-            tree_finish(stack, ld, count, ld)
-            store_tree_block(out, stack, node, g, ip0, ip1, jp, mr, nr)
+        node, g, jp, ip0, ip1 = tree_task(t, groups, columns, runs, run, panels)
+        ld = (ip1 - ip0) * mr * nr
+        stack = np.empty(slots * ld, at.dtype)
+        count = 0
+        for s in range(first[node], first[node] + counts[node]):
+            # the chains of sample s, from +0 over its K rows, straight into its slot
+            a_base = (s * groups + g) * k_count * mpad
+            b_off = (s * groups + g) * k_count * npad + jp * nr
+            c_base = tree_slot(count) * ld
+            for ip in range(ip0, ip1):
+                micro(at_flat, b_flat, stack, a_base + ip * mr, b_off, c_base + (ip - ip0) * mr * nr, nr,
+                      k_count, True, mpad, npad)
+            count = tree_carry(stack, ld, count, ld)
+        tree_finish(stack, ld, count, ld)
+        store_tree_block(out, stack, node, g, ip0, ip1, jp, mr, nr)
 
-    return tree_blocks
+    @njit(cache=True, inline="always")
+    def task_count(out, at, bm, first, run):
+        panels = at.shape[3] // mr
+        return first.size * at.shape[1] * (bm.shape[3] // nr) * ((panels + run - 1) // run)
+
+    @kernel(f"linalg.tree_blocks.{dtype}", signature)
+    @njit(parallel=True, cache=True)
+    def tree_blocks(out, at, bm, first, counts, slots, run):
+        for t in prange(task_count(out, at, bm, first, run)):
+            run_task(t, out, at, bm, first, counts, slots, run)
+
+    @kernel(f"linalg.tree_blocks_serial.{dtype}", signature)
+    @njit(cache=True)
+    def tree_blocks_serial(out, at, bm, first, counts, slots, run):
+        for t in range(task_count(out, at, bm, first, run)):
+            run_task(t, out, at, bm, first, counts, slots, run)
+
+    return tree_blocks, tree_blocks_serial
 
 
 _tree_blocks = {
@@ -661,6 +734,74 @@ _tree_blocks = {
                                        NR[np.dtype(dtype)], nbtype)
     for dtype, nbtype in ((np.float32, types.float32), (np.float64, types.float64))
 }
+
+
+def _serial_tree_product(dtype):
+    micro = _MICRO[np.dtype(dtype)]
+    mr, nr = MR, NR[np.dtype(dtype)]
+    itemsize = np.dtype(dtype).itemsize
+
+    def tree_product_serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, mask):
+        # at (S, G, K, M) and bm (S, G, K, N) C-contiguous, out (nodes, G, M,
+        # N): for each node and group, every sample's chains at[s, g]^T @
+        # bm[s, g] (a stored k-major: COLUMNS) into one padded block of the
+        # stack, merged into the tree as the samples come (`tree_carry`).
+        old = enter_ieee(mask)
+        m_panels, n_panels = (m + mr - 1) // mr, (n + nr - 1) // nr
+        npad = n_panels * nr
+        ld = m_panels * mr * npad
+        o = carray(address_as_pointer(out), nodes * groups * m * n, dtype)
+        x = carray(address_as_pointer(at), samples * groups * k * m, dtype)
+        y = carray(address_as_pointer(bm), samples * groups * k * n, dtype)
+        node_first = carray(address_as_pointer(first), nodes, np.int64)
+        node_count = carray(address_as_pointer(counts), nodes, np.int64)
+        a_size, b_size = m_panels * k * mr, n_panels * k * nr
+        ap = carray(address_as_pointer(work), a_size, dtype)
+        bp = carray(address_as_pointer(work + a_size * itemsize), b_size, dtype)
+        stack = carray(address_as_pointer(work + (a_size + b_size) * itemsize), slots * ld, dtype)
+        for node in range(nodes):
+            for g in range(groups):
+                count = 0
+                for s in range(node_first[node], node_first[node] + node_count[node]):
+                    pack_panels_a(ap, x, (s * groups + g) * k * m, m, k, mr, m_panels, COLUMNS)
+                    pack_panels_b(bp, y, (s * groups + g) * k * n, k, n, nr, n_panels, ROWS)
+                    c_base = tree_slot(count) * ld
+                    for jp in range(n_panels):
+                        for ip in range(m_panels):
+                            micro(ap, bp, stack, ip * k * mr, jp * k * nr, c_base + ip * mr * npad + jp * nr, npad,
+                                  k, True)
+                    count = tree_carry(stack, ld, count, ld)
+                tree_finish(stack, ld, count, ld)
+                base = (node * groups + g) * m * n
+                for i in range(m):
+                    for j in range(n):
+                        o[base + i * n + j] = stack[i * npad + j]
+        leave_ieee(old)
+
+    address = types.intp
+    return kernel(f"linalg.serial_tree_product.{np.dtype(dtype).name}", (address,) * 6 + (_I,) * 8)(
+        njit(cache=True, error_model="numpy")(tree_product_serial))
+
+
+_SERIAL_TREE_PRODUCT = {np.dtype(t): _serial_tree_product(t) for t in (np.float32, np.float64)}
+
+
+def serial_tree_product(dtype, out, at, bm, first, counts, nodes, samples, groups, k, m, n, slots):
+    """`tree_product` on the calling thread, through addresses: at (S, G, K,
+    M) and bm (S, G, K, N) C-contiguous buffers of numpy dtype `dtype`, out
+    (nodes, G, M, N), first and counts int64 tables of the nodes' samples
+    (counts >= 1), `slots` the stack slots of the largest node
+    (`tree_slots`); samples * groups * k * m * n <= SERIAL_FMAS.  The same
+    chains, tree and canonical NaNs as the parallel kernel."""
+    work = _serial_work(dtype, m, k, n, slots)
+    if ("tree", dtype) in _SERIAL_LOADED:
+        _SERIAL_TREE_PRODUCT[dtype](out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots,
+                                    CONTROL_MASK)
+    else:
+        with slp_vectorize():
+            _SERIAL_TREE_PRODUCT[dtype](out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots,
+                                        CONTROL_MASK)
+        _SERIAL_LOADED.add(("tree", dtype))
 
 
 def tree_product(out, at, bm, first, counts, dims):
@@ -685,14 +826,20 @@ def tree_product(out, at, bm, first, counts, dims):
     panels = at_pad.shape[3] // MR
     run = tree_run(panels)
 
+    macs = int(counts.sum()) * groups * k_count * m * n
+    parallel, serial = _tree_blocks[dtype]
+    blocks = serial if macs <= SERIAL_FMAS else parallel
+
     def compute(nodes_out, nodes_first, nodes_counts):
         slots = tree_slots(nodes_counts)
         with slp_vectorize():
-            _tree_blocks[dtype](nodes_out, at_pad, b_pad, nodes_first, nodes_counts, slots, run)
+            blocks(nodes_out, at_pad, b_pad, nodes_first, nodes_counts, slots, run)
 
+    if blocks is serial:
+        compute(out.reshape(-1, groups, m, n), first, counts)
+        return
     tree_nodes(compute, out.reshape(-1, groups, m, n), first, counts,
-               first.size * groups * (npad // NR[np.dtype(dtype)]) * -(-panels // run),
-               int(counts.sum()) * groups * k_count * m * n)
+               first.size * groups * (npad // NR[np.dtype(dtype)]) * -(-panels // run), macs)
 
 
 def bmm_narrow(out, a, b, spec, fmt, addend=None):

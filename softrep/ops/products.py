@@ -20,6 +20,7 @@ from . import backend, batching, batchtree, outputs
 from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
 from ..cuda import linalg as cuda_linalg
+from ..algorithms.products import tree_slots
 from .memory import empty, index_table
 from .validate import ALL_FLOAT_DTYPES, broadcast_shapes
 from . import lowp
@@ -150,6 +151,13 @@ def tree_product(at, b, ranges):
         return out.zero_()
     first = index_table([f for f, _ in ranges], at.device)
     counts = index_table([c for _, c in ranges], at.device)
+    if samples * groups * k_count * m * n <= cpu_linalg.SERIAL_FMAS:
+        dtype = backend.light_dtype((at, b, out), same_shape=False)
+        if dtype is not None:  # on the calling thread, through addresses
+            cpu_linalg.serial_tree_product(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
+                                           counts.data_ptr(), len(ranges), samples, groups, k_count, m, n,
+                                           tree_slots(counts.numpy()))
+            return out
     dims = index_table([samples, groups, k_count, m, n], at.device)
     if backend.on_cpu_launcher(at, b):
         # the CPU launcher copies the operands once, into zero-padded blocks,
