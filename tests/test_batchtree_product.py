@@ -271,3 +271,39 @@ def test_simulator_tree_nodes_are_the_level_by_level_tree(dtype):
         got = batchtree.slice_nodes(p, start, total)
         for (_, _, value), (_, _, expected) in zip(got, want):
             assert_same_bits(value, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("samples,rows,width", [(1, 1, 5), (1, 7, 3), (2, 1, 4), (5, 3, 17), (16, 32, 64),
+                                                (3, 128, 9), (4, 129, 6), (7, 300, 5), (6, 0, 4)])
+def test_row_sums_into_the_tree_are_the_sum_then_the_tree(samples, rows, width, dtype, monkeypatch):
+    """linear's bias gradient: the serial kernel that sums each sample's rows
+    and adds the samples along the batch tree gives the bits of the documented
+    sum over dim 1 followed by `param_grad`'s tree -- blocks of 128 rows,
+    signed zeros, inf - inf and NaN payloads included (a single row, and a
+    single sample, are passed on as they are)."""
+    from softrep.cpu import reduce as cpu_reduce
+
+    g = torch.Generator().manual_seed(samples * 1000 + rows * 10 + width)
+    x = torch.randn(samples, rows, width, generator=g, dtype=dtype) * torch.exp(
+        4 * torch.randn(samples, rows, width, generator=g, dtype=dtype))
+    if rows:
+        x[0, 0, 0] = -0.0
+        if width > 2:
+            x[:, :, 1] = -0.0
+        if width > 3:
+            x[0, 0, 2], x[-1, -1, 2] = float("inf"), float("-inf")
+        if width > 4:
+            payload = torch.tensor([0x7FC00001 if dtype == torch.float32 else 0x7FF8000000000001],
+                                   dtype=torch.int32 if dtype == torch.float32 else torch.int64)
+            x[0, -1, 3] = payload.view(dtype)[0]
+    param = torch.zeros(width, dtype=dtype)
+    calls = []
+    original = cpu_reduce.serial_batch_row_sums
+    monkeypatch.setattr(cpu_reduce, "serial_batch_row_sums", lambda *a: (calls.append(1), original(*a))[1])
+    got = batchtree.param_grad_of_row_sums("linear", "bias", param, x)
+    assert calls == ([1] if rows else [])
+    monkeypatch.setattr(cpu_reduce, "SERIAL_ROWS_MAX", -1)
+    per = x[:, 0] if rows == 1 else softrep.sum(x, 1)
+    assert_same_bits(got, batchtree.param_grad("linear", "bias", param, per))
+    assert_same_bits(got, batchtree.param_grad_of_row_sums("linear", "bias", param, x))

@@ -586,6 +586,73 @@ def tree_nodes(out, x, first, counts):
     _tree_nodes(out, x.reshape(-1), first, counts, width, slots)
 
 
+SERIAL_ROWS_MAX = 1_048_576  # the most elements `serial_batch_row_sums` is given
+
+
+def _serial_batch_row_sums(dtype):
+    begin, extend = VALUES.begin, VALUES.extend
+    itemsize = np.dtype(dtype).itemsize
+
+    def batch_row_sums_serial(out, x, work, samples, rows, width, block_slots, slots, mask):
+        # x (S, R, W) C-contiguous, out (W,).  Per sample, every column's
+        # documented sum over its R rows: blocks of BLOCK rows, each left to
+        # right from its first row (`begin`, `extend`), merged along the
+        # sum's pairwise tree, which is the batch tree's rule over blocks
+        # (`tree_carry`, `tree_finish`, canonical NaNs); a single row is
+        # the partial itself.  Then the partials of the S samples merged
+        # along the batch tree the same way.  Columns are the vector lanes.
+        old = enter_ieee(mask)
+        o = carray(address_as_pointer(out), width, dtype)
+        a = carray(address_as_pointer(x), samples * rows * width, dtype)
+        sample_stack = carray(address_as_pointer(work), block_slots * width, dtype)
+        batch_stack = carray(address_as_pointer(work + block_slots * width * itemsize),
+                             slots * width, dtype)
+        count = 0
+        for s in range(samples):
+            nblocks = 0
+            for b0 in range(0, rows, BLOCK):
+                slot = tree_slot(nblocks) * width
+                first = (s * rows + b0) * width
+                for w in range(width):
+                    sample_stack[slot + w] = begin(a[first + w], a[first + w])
+                for r in range(b0 + 1, min(b0 + BLOCK, rows)):
+                    row = (s * rows + r) * width
+                    for w in range(width):
+                        sample_stack[slot + w] = extend(sample_stack[slot + w], a[row + w], a[row + w])
+                nblocks = tree_carry(sample_stack, width, nblocks, width)
+            if rows > 1:
+                tree_finish(sample_stack, width, nblocks, width)
+            slot = tree_slot(count) * width
+            for w in range(width):
+                batch_stack[slot + w] = sample_stack[w]
+            count = tree_carry(batch_stack, width, count, width)
+        if count > 1:  # a single sample is its own node: passed on as it is
+            tree_finish(batch_stack, width, count, width)
+        for w in range(width):
+            o[w] = batch_stack[w]
+        leave_ieee(old)
+
+    address = types.intp
+    return kernel(f"reduce.serial_batch_row_sums.{np.dtype(dtype).name}", (address,) * 3 + (_I,) * 6)(
+        njit(cache=True, error_model="numpy")(batch_row_sums_serial))
+
+
+_SERIAL_BATCH_ROW_SUMS = {np.dtype(t): _serial_batch_row_sums(t) for t in (np.float32, np.float64)}
+
+
+def serial_batch_row_sums(dtype, out, x, samples, rows, width):
+    """out (width,) = the batch tree over the S samples of x (S, R, width) of
+    each sample's documented sum over its R >= 1 rows (a single row taken as
+    it is), on the calling thread: C-contiguous buffers of numpy dtype `dtype`
+    given by their addresses, samples >= 1, at most SERIAL_ROWS_MAX elements.
+    The bits of `softrep.sum` over dim 1 followed by `tree_nodes` over all
+    samples."""
+    block_slots, slots = tree_slots(np.array([-(-rows // BLOCK)])), tree_slots(np.array([samples]))
+    work = np.empty((block_slots + slots) * width, dtype)
+    _SERIAL_BATCH_ROW_SUMS[dtype](out, x, work.ctypes.data, samples, rows, width, block_slots, slots,
+                                  CONTROL_MASK)
+
+
 # ------------------------------------------------------------------ max / min / argmax
 
 

@@ -32,6 +32,7 @@ the parameter, and the caller combines them after the last slice.
 
 import torch
 
+from ..cpu import reduce as cpu_reduce
 from . import backend, summation
 from . import elementwise as E
 
@@ -285,6 +286,24 @@ def param_grad(fn, name, param, partials):
                                    lambda: slice_nodes(partials.detach(), batch_slice.offset, batch_slice.global_size))
     batch_slice.sink(*nodes)
     return None
+
+
+def param_grad_of_row_sums(fn, name, param, rows):
+    """`param_grad` of the per-sample partials that are the documented sums
+    over dim 1 of `rows` (S, R, *param.shape) -- a single row (R = 1) taken
+    as it is -- such as linear's bias gradient from its output gradient.  A
+    whole batch of plain CPU tensors with nothing to record takes one serial
+    kernel for both stages (`cpu_reduce.serial_batch_row_sums`, the same
+    bits); otherwise the sum, then `param_grad`."""
+    samples, count = rows.shape[0], rows.shape[1]
+    if (current() is None and samples and count and rows.numel() <= cpu_reduce.SERIAL_ROWS_MAX
+            and param.numel() and backend.light_dtype((rows,)) is not None):
+        out = torch.empty(param.shape, dtype=rows.dtype)
+        cpu_reduce.serial_batch_row_sums(backend.light_dtype((rows,)), out.data_ptr(), rows.data_ptr(), samples,
+                                         count, out.numel())
+        return out
+    per = rows[:, 0] if count == 1 else summation.sum(rows, 1)
+    return param_grad(fn, name, param, per.reshape(samples, *param.shape))
 
 
 def param_grad_of_nodes(fn, name, param, samples, node_values):

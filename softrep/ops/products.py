@@ -407,11 +407,11 @@ class _Linear(backend.Function):
                 gw = batchtree.param_grad("linear", "weight", ctx.weight, partials.reshape(samples, *weight.shape))
         if ctx.needs_input_grad[2]:
             bias = ctx.bias
-            if bias.numel() == out_features:
-                per = g3[:, 0, :] if g3.shape[1] == 1 else _sum_dims(g3, 1)
+            if bias.numel() == out_features:  # each sample's rows of g
+                gb = batchtree.param_grad_of_row_sums("linear", "bias", bias,
+                                                      g3.reshape(samples, rows, *bias.shape))
             else:  # a single broadcast bias: every row and output of the sample
-                per = _sum_dims(g3, (1, 2))
-            gb = batchtree.param_grad("linear", "bias", bias, per.reshape(samples, *bias.shape))
+                gb = batchtree.param_grad("linear", "bias", bias, _sum_dims(g3, (1, 2)).reshape(samples, *bias.shape))
         return gx, gw, gb
 
     @staticmethod
