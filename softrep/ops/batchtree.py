@@ -30,6 +30,8 @@ per-sample partials become tree nodes handed to the slice's `sink` keyed by
 the parameter, and the caller combines them after the last slice.
 """
 
+import math
+
 import torch
 
 from ..cpu import reduce as cpu_reduce
@@ -381,6 +383,12 @@ def broadcast_param_grad(fn, name, param, view, g):
     batch tree over dim 0 (`param_grad`; None inside a slice)."""
     n = g.shape[0]
     dims = tuple(d for d in range(1, g.dim()) if view[d] == 1 and g.shape[d] != 1)
+    if dims and all(view[d] == 1 for d in range(1, dims[-1])) \
+            and all(view[d] == g.shape[d] for d in range(dims[-1] + 1, g.dim())):
+        # the broadcast positions are a leading run of rows before the
+        # parameter's own trailing dims (a norm's affine over tokens)
+        rows = math.prod(g.shape[1:dims[-1] + 1])
+        return param_grad_of_row_sums(fn, name, param, g.reshape(n, rows, *param.shape))
     per = summation.sum(g, dims, keepdim=True) if dims else g
     return param_grad(fn, name, param, per.reshape(n, *param.shape))
 

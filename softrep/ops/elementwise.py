@@ -107,12 +107,12 @@ _FINITE_MAX = {torch.float32: float(torch.finfo(torch.float32).max), torch.float
 # serial kernels read every operand at the same index, so a number is a run
 # of equal elements, and a buffer longer than the call needs is as good as one
 # of its length.  Keyed by dtype, value and the sign of a zero (0.0 == -0.0);
-# the buffers are never written.  At most _NUMBER_BUFFERS are kept, of at most
-# _NUMBER_CACHED elements (2 MiB in all); a longer call fills its own buffer,
-# a cost small beside its kernel.
+# the buffers are never written.  At most _NUMBER_ELEMENTS elements are kept
+# in all (8 MiB of float64; the cache starts afresh when a new buffer would
+# pass that), each buffer up to the light path's longest call, so that the
+# numbers of a training step (a scale, a dropout factor) are filled once.
 _numbers = {}
-_NUMBER_BUFFERS = 256
-_NUMBER_CACHED = 1024
+_NUMBER_ELEMENTS = 1_048_576
 
 
 def _number_buffer(value, dtype, n):
@@ -131,14 +131,15 @@ def _number_buffer(value, dtype, n):
     largest = _FINITE_MAX[dtype]
     if not -largest <= value <= largest:
         return None
-    if n > _NUMBER_CACHED:
-        return torch.full((n,), value, dtype=dtype)
     key = (dtype, value, value == 0 and math.copysign(1.0, value) < 0)
     buffer = _numbers.get(key)
     if buffer is None or buffer.numel() < n:
-        if len(_numbers) >= _NUMBER_BUFFERS:
+        size = max(n, 64)
+        if size > _NUMBER_ELEMENTS:
+            return torch.full((n,), value, dtype=dtype)
+        if sum(b.numel() for b in _numbers.values()) + size > _NUMBER_ELEMENTS:
             _numbers.clear()
-        buffer = _numbers[key] = torch.full((max(n, 64),), value, dtype=dtype)
+        buffer = _numbers[key] = torch.full((size,), value, dtype=dtype)
     return buffer
 
 
@@ -226,7 +227,11 @@ class Elementwise(backend.Function):
     @staticmethod
     def backward(ctx, grad):
         *inputs, out = ctx.saved_tensors
-        grads = ctx.spec.backward(grad, out, *inputs)
+        backward = ctx.spec.backward
+        if isinstance(backward, tuple):  # one formula per input: only the needed ones run
+            grads = [f(grad, out, *inputs) if ctx.needs_input_grad[i + 2] else None for i, f in enumerate(backward)]
+        else:
+            grads = backward(grad, out, *inputs)
         grads = [_reduce_to_input(g, s) if ctx.needs_input_grad[i + 2] else None
                  for i, (g, s) in enumerate(zip(grads, ctx.shapes))]
         return (None, None, *grads)
@@ -244,7 +249,9 @@ class Elementwise(backend.Function):
 class ElementwiseSpec:
     """An elementwise op: its argument names, its scalar kernel per rounding
     suffix (and their launchers), and `backward(g, out, *inputs)`, the input
-    gradients made of softrep ops.
+    gradients made of softrep ops -- or a tuple of one such function per
+    input, each giving that input's gradient, so that a gradient nobody needs
+    (a constant operand's) is not computed.
 
     `low_forward(suffix)`, where set, is the forward on bfloat16/float16
     tensors: a function of the tensors that rounds each result once in their
@@ -382,16 +389,19 @@ def _exact(kernel):
 SPECS = {
     "add": ElementwiseSpec("add", ("input", "other"), _kernels("add"), lambda g, out, x, y: (g, g),
                            _low_arithmetic("add"), broadcast=("rn",)),
-    "sub": ElementwiseSpec("sub", ("input", "other"), _kernels("sub"), lambda g, out, x, y: (g, neg(g)),
+    "sub": ElementwiseSpec("sub", ("input", "other"), _kernels("sub"),
+                           (lambda g, out, x, y: g, lambda g, out, x, y: neg(g)),
                            _low_arithmetic("sub"), broadcast=("rn",)),
     "mul": ElementwiseSpec("mul", ("input", "other"), _kernels("mul"),
-                 lambda g, out, x, y: (mul(g, y), mul(g, x)), _low_arithmetic("mul"), broadcast=("rn",)),
+                 (lambda g, out, x, y: mul(g, y), lambda g, out, x, y: mul(g, x)), _low_arithmetic("mul"),
+                 broadcast=("rn",)),
     # d(x/y)/dy = -(x/y)/y: reuses the forward quotient rather than x/y**2
     "div": ElementwiseSpec("div", ("input", "other"), _kernels("div"),
-                 lambda g, out, x, y: (div(g, y), neg(div(mul(g, out), y))), _low_arithmetic("div"),
-                 broadcast=("rn",)),
+                 (lambda g, out, x, y: div(g, y), lambda g, out, x, y: neg(div(mul(g, out), y))),
+                 _low_arithmetic("div"), broadcast=("rn",)),
     "fma": ElementwiseSpec("fma", ("x", "y", "z"), _kernels("fma"),
-                 lambda g, out, x, y, z: (mul(g, y), mul(g, x), g), _low_arithmetic("fma")),
+                 (lambda g, out, x, y, z: mul(g, y), lambda g, out, x, y, z: mul(g, x), lambda g, out, x, y, z: g),
+                 _low_arithmetic("fma")),
     "sqrt": ElementwiseSpec("sqrt", ("input",), _kernels("sqrt"),
                   lambda g, out, x: (div(g, mul(out, 2.0)),), _low_arithmetic("sqrt")),
     "neg": ElementwiseSpec("neg", ("input",), _exact(arith.neg), lambda g, out, x: (neg(g),),
