@@ -45,7 +45,7 @@ from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, 
 from ..algorithms.widening import narrowed_bits, widened
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from .launch import address_as_pointer, host_vector_bits, kernel
-from .workspace import scratch
+from .workspace import scratch, scratch_address
 
 # Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
 _FLOATS = (types.float32, types.float64)
@@ -587,7 +587,7 @@ def _serial_work(dtype, m, k, n, outputs):
     nr = NR[dtype]
     m_panels, n_panels = -(-m // MR), -(-n // nr)
     size = (m_panels * MR + n_panels * nr) * k + outputs * m_panels * MR * n_panels * nr
-    return scratch("serial_product", (size,), dtype).ctypes.data
+    return scratch_address("serial_product", size * dtype.itemsize)
 
 
 # --------------------------------------------------------------------------- per-sample chains into the batch tree

@@ -39,3 +39,18 @@ def scratch(slot, shape, dtype):
         start = (-raw.ctypes.data) % 64
         buf = buffers[slot] = raw[start:start + nbytes]
     return buf[:nbytes].view(dtype).reshape(shape)
+
+
+def scratch_address(slot, nbytes):
+    """The address of at least `nbytes` of this thread's scratch memory for
+    `slot` (64-byte aligned), for a serial kernel that takes addresses: the
+    same buffers as `scratch`, without building a numpy view at each call."""
+    addresses = getattr(_local, "addresses", None)
+    if addresses is None:
+        addresses = _local.addresses = {}
+    known = addresses.get(slot)
+    if known is not None and known[0] >= nbytes:
+        return known[1]
+    buf = scratch(slot, (max(nbytes, 64),), np.uint8)
+    addresses[slot] = (buf.size, buf.ctypes.data, buf)
+    return addresses[slot][1]
