@@ -202,7 +202,7 @@ def _light_product(a, b, addend=None, out=None):
     m, k = a.shape[-2:]
     n = b.shape[-1]
     nb = a.shape[0] if a.dim() == 3 else 1
-    if nb * m * n * k > cpu_linalg.SERIAL_FMAS:
+    if nb * m * n * k > cpu_linalg.SERIAL_FMAS or b.dim() != a.dim() or (nb > 1 and b.shape[0] != nb):
         return None
     dtype = backend.light_dtype((a, b), same_shape=False, transposed=True)
     if dtype is None:
