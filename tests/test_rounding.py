@@ -94,6 +94,7 @@ _HAND = [
     ("fma", (_F32(1e-30), _F32(1e-30), _F32(-0.0))),
     ("fma", (_TINY32, _F32(0.5), _F32(0.0))),
     ("fma", (_MAX32, _F32(2), _F32(-_MAX32))),                   # intermediate beyond MAX, result finite
+    ("sub", (_F32(3e29), _MAX32)),                               # |sum| near MAX: no overflow in the error term
     ("fma", (_F32(np.inf), _F32(0.0), _F32(1))),
     ("fma", (_F32(1), _F32(1), _F32(np.ldexp(1.0, -24)))),
 ]
@@ -104,6 +105,9 @@ def _as64(args):
 
 
 _HAND64 = [
+    # |sum| near the largest double: TwoSum's intermediate s - a would overflow
+    ("sub", (np.float64(2.9937604643020797e+292), np.float64(np.finfo(np.float64).max))),
+    ("add", (np.float64(-2.9937604643020797e+292), np.float64(np.finfo(np.float64).max))),
     ("mul", (np.float64(np.ldexp(1.0, -600)), np.float64(np.ldexp(1.5, -480)))),   # subnormal result
     ("mul", (np.float64(np.ldexp(1.0, -1074)), np.float64(0.75))),
     ("mul", (np.float64(np.ldexp(1.0, -540)), np.float64(np.ldexp(1.0, -540)))),   # full underflow

@@ -261,7 +261,12 @@ def _make_add(adjust, zero_sum_down):
             if mode == DOWN:
                 return zero_sum_down(a, b, s)
             return s
-        s, e = _two_sum(a, b)
+        # s is finite, so the error of the larger-magnitude-first form
+        # (Fast2Sum) is exact without overflow; TwoSum's s - a can overflow
+        # when |s| is near the largest finite value (3e292 - DBL_MAX).
+        if (a if a >= 0 else -a) < (b if b >= 0 else -b):
+            a, b = b, a
+        e = b - (s - a)
         return adjust(s, _sgn(e), mode)
 
     return add
