@@ -298,11 +298,12 @@ def param_grad_of_row_sums(fn, name, param, rows):
     kernel for both stages (`cpu_reduce.serial_batch_row_sums`, the same
     bits); otherwise the sum, then `param_grad`."""
     samples, count = rows.shape[0], rows.shape[1]
-    if (current() is None and samples and count and rows.numel() <= cpu_reduce.SERIAL_ROWS_MAX
-            and param.numel() and backend.light_dtype((rows,)) is not None):
+    dtype = None
+    if current() is None and samples and count and rows.numel() <= cpu_reduce.SERIAL_ROWS_MAX and param.numel():
+        dtype = backend.light_dtype((rows,))
+    if dtype is not None:
         out = torch.empty(param.shape, dtype=rows.dtype)
-        cpu_reduce.serial_batch_row_sums(backend.light_dtype((rows,)), out.data_ptr(), rows.data_ptr(), samples,
-                                         count, out.numel())
+        cpu_reduce.serial_batch_row_sums(dtype, out.data_ptr(), rows.data_ptr(), samples, count, out.numel())
         return out
     per = rows[:, 0] if count == 1 else summation.sum(rows, 1)
     return param_grad(fn, name, param, per.reshape(samples, *param.shape))
