@@ -176,8 +176,8 @@ def pick(lo32, hi32, above):
 
 # --------------------------------------------------------------------------- offline tools
 # `python -m softrep.algorithms.math.exception_tables scan NAME` regenerates the exception table of
-# NAME and its hard cases; `python -m softrep.algorithms.math.exception_tables tables` regenerates
-# _mathlib2_tables.py.  Neither runs in kernels.
+# NAME (after any change to its fast path, exp_core's included for erf and
+# erfc).  It does not run in kernels.
 
 # name -> (approximation function, ranges of key bits [lo, hi), MPFR function name)
 SCANS = {
@@ -223,7 +223,7 @@ def scan(name, progress=True):
     import time
 
     approx_name, ranges, fname = SCANS[name]
-    module = importlib.import_module(f"softrep.ops.math.{name}")
+    module = importlib.import_module(f"softrep.algorithms.math.{name}")
     run = _scanner(getattr(module, approx_name))
     chunk = 1 << 24
     flags = np.empty(chunk, dtype=np.uint8)

@@ -2,10 +2,12 @@
 
 Range: exp(x) overflows float32 (rounds to +inf) for x > 88.7228..., and
 rounds to +0 for x < -103.972... (below 2^-150, half the smallest subnormal).
-The fast path evaluates [-104, 89], which holds both thresholds; between them the
-double computation handles overflow and subnormal results itself.
+The fast path evaluates x clamped to [-104, 89], which holds both thresholds:
+between them the double computation handles overflow and subnormal results
+itself, and the clamped ends give the results of everything beyond (e^89
+rounds to +inf, e^-104 to +0, both with room for the rounding test's window).
 
-Fast path: `exp_core(x, 0)`, relative error < 2^-50.5 (argued in _core).
+Fast path: `exp_core(x, -0)`, relative error < 2^-51.8 (argued in core.py).
 Accurate path: `exp_dd(x, 0)`, relative error < 2^-92.
 
 float64 (`exp_f64`, correctly rounded; scheme: multiword.py): a fast path in
@@ -18,26 +20,23 @@ triple-double version.
 import numpy as np
 
 from ...primitives.rounding import jitable
-from .core import F64, INF32, NAN32, ZERO, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe
+from .core import F64, NAN32, ZERO, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
 from .exact64 import decide_scaled
 from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, td_round, ziv_round
 
 EXP_OVERFLOW = np.float32(89.0)
 EXP_UNDERFLOW = np.float32(-104.0)
+NEG_ZERO = F64(-0.0)
 
 @jitable
 def exp_fast(x):
     """(exp(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide.  Branch-free: an x outside [-104, 89] (NaN included)
-    evaluates exp(0), whose result the specials replace at the end.  The flags
-    are combined with `|` and the input chosen by one select: `or` and a clamp
-    made the vectorised loop about 20% slower, for the same values."""
-    inside = (x >= EXP_UNDERFLOW) & (x <= EXP_OVERFLOW)
-    r, ok = round_if_safe(exp_core(F64(x if inside else ZERO32), ZERO))
-    special = INF32 if x > EXP_OVERFLOW else ZERO32
-    special = NAN32 if x != x else special
-    return (r if inside else special), ok | (x > EXP_OVERFLOW) | (x < EXP_UNDERFLOW) | (x != x)
+    path cannot decide.  Branch-free: x is clamped to [-104, 89] by two
+    selects (a NaN passes through, fails the rounding test and is left to
+    exp_f32).  exp_core's low word is -0, which LLVM drops from the sum
+    (r + -0 is r for every r, while r + +0 turns -0 into +0)."""
+    return round_if_safe(exp_core(F64(clamp(x, EXP_UNDERFLOW, EXP_OVERFLOW)), NEG_ZERO))
 
 
 @jitable
@@ -45,6 +44,8 @@ def exp_f32(x):
     r, ok = exp_fast(x)
     if ok:
         return r
+    if x != x:
+        return NAN32
     h, l = exp_dd(F64(x), ZERO)
     return dd_to_f32(h, l)
 

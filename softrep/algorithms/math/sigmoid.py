@@ -3,9 +3,10 @@
 With t = e^-|x| in (0, 1]: sigmoid(x) = 1/(1 + t) for x >= 0 and t/(1 + t) for
 x < 0 (the same value, without overflow).  sigmoid(x) < 2^-150 rounds to +0
 for x < -103.97.  For x > 17.33, t < 2^-25 and the result rounds to 1.  The
-fast path evaluates |x| <= 120 and gives +0 and 1 beyond.
+fast path evaluates |x| limited to 120, whose results (+0 and 1) are those of
+everything beyond.
 
-Fast path: t = exp_core(-|x|) (2^-50.5); 1 + t and the division round once
+Fast path: t = exp_core(-|x|) (< 2^-50.5); 1 + t and the division round once
 each, no cancellation: < 2^-49.5.
 Accurate path: the same in double-double from exp_dd (< 2^-91).
 
@@ -33,7 +34,7 @@ cannot decide goes to the double-double path, then the triple-double one.
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
-from .core import (abs32, signbit32, F64, NAN32, ONE, ZERO, ZERO32, dd_add, dd_div, dd_to_f32, fast_two_sum, exp_core, exp_dd,
+from .core import (abs32, signbit32, F64, NAN32, ONE, ZERO, dd_add, dd_div, dd_to_f32, fast_two_sum, exp_core, exp_dd,
                     pow2, round_if_safe)
 from .exact64 import bracket_err
 from .trig64 import dd_div_fast
@@ -41,24 +42,22 @@ from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, round_sum, td_add, td_div, td_round, ziv_round
 
 SIGMOID_HI = np.float32(120.0)
+NEG_ZERO = F64(-0.0)
 ONE_F32 = np.float32(1.0)
 ZERO_F32 = np.float32(0.0)
 
 @jitable
 def sigmoid_fast(x):
     """(sigmoid(x) correctly rounded, True), or (undecided, False) where the
-    fast path cannot decide.  Branch-free: an |x| above SIGMOID_HI (NaN
-    included) evaluates sigmoid(0), whose result the specials (+0 below, 1
-    above) replace at the end; one select of the input, flags combined with
-    `|`, as in exp_fast."""
+    fast path cannot decide.  Branch-free: |x| is limited to SIGMOID_HI by a
+    select (sigmoid(+-120) rounds to 1 and +0, as everything beyond does; a
+    NaN passes through, fails the rounding test and is left to
+    sigmoid_f32); exp_core's low word is -0, as in exp_fast."""
     a = abs32(x)
-    inside = a <= SIGMOID_HI
-    t = exp_core(negate(F64(a if inside else ZERO_F32)), ZERO)
+    a = SIGMOID_HI if a > SIGMOID_HI else a
+    t = exp_core(negate(F64(a)), NEG_ZERO)
     num = t if signbit32(x) else ONE
-    r, ok = round_if_safe(div_rn(num, add_rn(ONE, t)))
-    special = ZERO32 if signbit32(x) else ONE_F32
-    special = NAN32 if x != x else special
-    return (r if inside else special), ok | (a > SIGMOID_HI) | (x != x)
+    return round_if_safe(div_rn(num, add_rn(ONE, t)))
 
 
 @jitable
@@ -66,6 +65,8 @@ def sigmoid_f32(x):
     r, ok = sigmoid_fast(x)
     if ok:
         return r
+    if x != x:
+        return NAN32
     na = negate(F64(abs32(x)))
     th, tl = exp_dd(na, ZERO)
     dh, dl = dd_add(ONE, ZERO, th, tl)
