@@ -433,6 +433,42 @@ def test_streaming_helpers_follow_the_order(n, dtype, jitted_helpers):
         assert bits(np.asarray(got, dtype=dtype)) == bits(np.asarray(want, dtype=dtype))
 
 
+@pytest.fixture(scope="module")
+def jitted_row_sum():
+    from numba import njit
+
+    @njit
+    def row_sum(values):
+        return O.row_sum(values, np.empty(64, dtype=values.dtype))
+
+    return row_sum
+
+
+ROW_SUM_LENGTHS = [1, 2, 64, 127, 128, 129, 255, 256, 300, 640, 1000, 1023, 1024, 1025, 8 * 128 + 7,
+                   15 * 128, 15 * 128 + 1, 16 * 128, 16 * 128 + 100, 3000]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sum_follows_the_order_for_every_group_shape(dtype, jitted_row_sum):
+    # row_sum (softmax's denominators, the norms' row sums) advances groups of
+    # up to 8 blocks side by side, the last group with a shorter last block
+    # and spare chains that are discarded: whole groups, groups of 1 to 7
+    # blocks, a short last block or a whole one, and a reversed (negative
+    # stride) row, compiled and in Python (the simulator's path), against the
+    # reference's left-to-right blocks and tree.  NaN payloads, infinities
+    # and signed zeros ride along.
+    for n in ROW_SUM_LENGTHS:
+        vals = wide_values(n, (n,), torch.float32 if dtype == np.float32 else torch.float64).numpy()
+        if n > 200:
+            vals[n // 3] = -0.0
+            vals[n - 2] = np.inf if n % 2 else vals[n - 2]
+        for row in (vals, vals[::-1]):
+            want = bits(np.asarray(documented_sum(row), dtype=dtype))
+            assert bits(np.asarray(jitted_row_sum(row), dtype=dtype)) == want, n
+            if n <= 1025:
+                assert bits(np.asarray(O.row_sum(row, np.empty(64, dtype=dtype)), dtype=dtype)) == want, n
+
+
 # --------------------------------------------------------------------------- golden vectors
 
 

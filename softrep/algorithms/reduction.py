@@ -112,52 +112,80 @@ def sum_from_partials(p, count):
     return canonical(tree_inplace(p, 0, count))
 
 
+_U = tuple(np.uint64(i) for i in range(9))
+_UBLOCK = np.uint64(BLOCK)
+
+
 @jitable
 def row_partials(x, p):
     """p[j] = the partial of block j of the 1-D array x (any stride), for every
     block j < ceil(n / BLOCK): each begun with its first element and extended
-    left to right.  Eight whole blocks at a time advance side by side (eight
-    independent chains, each still its own left-to-right sequence); the rest
-    one after the other."""
-    n = x.shape[0]
-    nb = (n + BLOCK - 1) // BLOCK
-    j = 0
-    while (j + 8) * BLOCK <= n:
-        b = j * BLOCK
-        p0 = x[b]
-        p1 = x[b + BLOCK]
-        p2 = x[b + 2 * BLOCK]
-        p3 = x[b + 3 * BLOCK]
-        p4 = x[b + 4 * BLOCK]
-        p5 = x[b + 5 * BLOCK]
-        p6 = x[b + 6 * BLOCK]
-        p7 = x[b + 7 * BLOCK]
-        for k in range(b + 1, b + BLOCK):
-            p0 = add_rn(p0, x[k])
-            p1 = add_rn(p1, x[k + BLOCK])
-            p2 = add_rn(p2, x[k + 2 * BLOCK])
-            p3 = add_rn(p3, x[k + 3 * BLOCK])
-            p4 = add_rn(p4, x[k + 4 * BLOCK])
-            p5 = add_rn(p5, x[k + 5 * BLOCK])
-            p6 = add_rn(p6, x[k + 6 * BLOCK])
-            p7 = add_rn(p7, x[k + 7 * BLOCK])
-        p[j] = p0
-        p[j + 1] = p1
-        p[j + 2] = p2
-        p[j + 3] = p3
-        p[j + 4] = p4
-        p[j + 5] = p5
-        p[j + 6] = p6
-        p[j + 7] = p7
-        j += 8
-    while j < nb:
-        s = j * BLOCK
-        q = x[s]
-        for k in range(s + 1, min(s + BLOCK, n)):
-            q = add_rn(q, x[k])
-        p[j] = q
-        j += 1
-    return nb
+    left to right; returns the block count.
+
+    The blocks advance in groups of eight side by side (eight independent
+    chains, each still its own left-to-right sequence).  The last group may
+    hold fewer blocks, the last of them shorter: its spare chains repeat the
+    group's last block, all chains advance through that block's length, the
+    whole blocks then finish with the spare chains moved to the group's
+    first block, and what the spare chains computed is discarded.  A row of
+    1000 elements (seven whole blocks and one of 104) is thus 127 steps of
+    eight additions rather than 1000 dependent ones.  Indices are unsigned
+    (a signed index costs negative-index wraparound code on every load)."""
+    n = np.uint64(x.shape[0])
+    nb = (n + _UBLOCK - _U[1]) // _UBLOCK
+    for j in range(_U[0], nb, _U[8]):
+        last = min(j + _U[8], nb) - _U[1]  # the group's last block
+        short = n - last * _UBLOCK  # its length: BLOCK, or less for the row's last block
+        b0 = j * _UBLOCK
+        b1 = min(j + _U[1], last) * _UBLOCK
+        b2 = min(j + _U[2], last) * _UBLOCK
+        b3 = min(j + _U[3], last) * _UBLOCK
+        b4 = min(j + _U[4], last) * _UBLOCK
+        b5 = min(j + _U[5], last) * _UBLOCK
+        b6 = min(j + _U[6], last) * _UBLOCK
+        b7 = last * _UBLOCK
+        p0, p1, p2, p3, p4, p5, p6, p7 = x[b0], x[b1], x[b2], x[b3], x[b4], x[b5], x[b6], x[b7]
+        for k in range(_U[1], min(short, _UBLOCK)):
+            p0 = add_rn(p0, x[b0 + k])
+            p1 = add_rn(p1, x[b1 + k])
+            p2 = add_rn(p2, x[b2 + k])
+            p3 = add_rn(p3, x[b3 + k])
+            p4 = add_rn(p4, x[b4 + k])
+            p5 = add_rn(p5, x[b5 + k])
+            p6 = add_rn(p6, x[b6 + k])
+            p7 = add_rn(p7, x[b7 + k])
+        p[last] = p7  # chain 7 is the last block
+        if short < _UBLOCK and j < last:
+            # the whole blocks' remaining terms; chains on the last block move to block j
+            b1 = b1 if j + _U[1] < last else b0
+            b2 = b2 if j + _U[2] < last else b0
+            b3 = b3 if j + _U[3] < last else b0
+            b4 = b4 if j + _U[4] < last else b0
+            b5 = b5 if j + _U[5] < last else b0
+            b6 = b6 if j + _U[6] < last else b0
+            for k in range(short, _UBLOCK):
+                p0 = add_rn(p0, x[b0 + k])
+                p1 = add_rn(p1, x[b1 + k])
+                p2 = add_rn(p2, x[b2 + k])
+                p3 = add_rn(p3, x[b3 + k])
+                p4 = add_rn(p4, x[b4 + k])
+                p5 = add_rn(p5, x[b5 + k])
+                p6 = add_rn(p6, x[b6 + k])
+        if j < last:
+            p[j] = p0
+        if j + _U[1] < last:
+            p[j + _U[1]] = p1
+        if j + _U[2] < last:
+            p[j + _U[2]] = p2
+        if j + _U[3] < last:
+            p[j + _U[3]] = p3
+        if j + _U[4] < last:
+            p[j + _U[4]] = p4
+        if j + _U[5] < last:
+            p[j + _U[5]] = p5
+        if j + _U[6] < last:
+            p[j + _U[6]] = p6
+    return np.int64(nb)
 
 
 @jitable
