@@ -611,14 +611,17 @@ def _serial_batch_row_sums(dtype):
         for s in range(samples):
             nblocks = 0
             for b0 in range(0, rows, BLOCK):
+                # views, so that the column loops index from 0 (LLVM then
+                # knows the index is not negative: no wraparound code)
                 slot = tree_slot(nblocks) * width
-                first = (s * rows + b0) * width
+                acc = sample_stack[slot:slot + width]
+                first = a[(s * rows + b0) * width:(s * rows + b0 + 1) * width]
                 for w in range(width):
-                    sample_stack[slot + w] = begin(a[first + w], a[first + w])
+                    acc[w] = begin(first[w], first[w])
                 for r in range(b0 + 1, min(b0 + BLOCK, rows)):
-                    row = (s * rows + r) * width
+                    row = a[(s * rows + r) * width:(s * rows + r + 1) * width]
                     for w in range(width):
-                        sample_stack[slot + w] = extend(sample_stack[slot + w], a[row + w], a[row + w])
+                        acc[w] = extend(acc[w], row[w], row[w])
                 nblocks = tree_carry(sample_stack, width, nblocks, width)
             if rows > 1:
                 tree_finish(sample_stack, width, nblocks, width)
