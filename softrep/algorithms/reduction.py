@@ -127,7 +127,8 @@ def row_partials(x, p):
     hold fewer blocks, the last of them shorter: its spare chains repeat the
     group's last block, all chains advance through that block's length, the
     whole blocks then finish with the spare chains moved to the group's
-    first block, and what the spare chains computed is discarded.  A row of
+    first block, and what the spare chains computed is discarded.  A group
+    of one block is one chain.  A row of
     1000 elements (seven whole blocks and one of 104) is thus 127 steps of
     eight additions rather than 1000 dependent ones.  Indices are unsigned
     (a signed index costs negative-index wraparound code on every load)."""
@@ -135,6 +136,13 @@ def row_partials(x, p):
     nb = (n + _UBLOCK - _U[1]) // _UBLOCK
     for j in range(_U[0], nb, _U[8]):
         last = min(j + _U[8], nb) - _U[1]  # the group's last block
+        if j == last:  # the row's last block alone: one chain (spare chains would only cost throughput)
+            b = j * _UBLOCK
+            q = x[b]
+            for k in range(b + _U[1], n):
+                q = add_rn(q, x[k])
+            p[j] = q
+            continue
         short = n - last * _UBLOCK  # its length: BLOCK, or less for the row's last block
         b0 = j * _UBLOCK
         b1 = min(j + _U[1], last) * _UBLOCK
