@@ -453,23 +453,25 @@ NO_ADDEND, ROW_ADDEND, FULL_ADDEND = 0, 1, 2
 def copy_run(dst, d0, src, s0, count, width):
     """dst[d0 + r] = src[s0 + r] for r < count; `width` (a constant of the
     caller, the panel width) is the common count, a loop of fixed length."""
+    d, s = dst[d0:d0 + count], src[s0:s0 + count]  # views from 0: no negative-index code
     if count == width:
         for r in range(width):
-            dst[d0 + r] = src[s0 + r]
+            d[r] = s[r]
     else:
         for r in range(count):
-            dst[d0 + r] = src[s0 + r]
+            d[r] = s[r]
 
 
 @njit(cache=True, inline="always")
 def gather_run(dst, d0, src, s0, stride, count, width):
     """dst[d0 + r] = src[s0 + r*stride] for r < count, as `copy_run`."""
+    d, s = dst[d0:d0 + count], src[s0:]  # views from 0: no negative-index code
     if count == width:
         for r in range(width):
-            dst[d0 + r] = src[s0 + r * stride]
+            d[r] = s[r * stride]
     else:
         for r in range(count):
-            dst[d0 + r] = src[s0 + r * stride]
+            d[r] = s[r * stride]
 
 
 @njit(cache=True, inline="always")
@@ -538,18 +540,19 @@ def _serial_product(dtype):
             for jp in range(n_panels):
                 for ip in range(m_panels):
                     micro(ap, bp, cpad, ip * k * mr, jp * k * nr, ip * mr * npad + jp * nr, npad, k, True)
-            if addend_kind == ROW_ADDEND:
-                for i in range(m):
+            # rows through views from 0 (no negative-index code; the loops vectorise)
+            for i in range(m):
+                orow, crow = o[os + i * n:os + i * n + n], cpad[i * npad:i * npad + n]
+                if addend_kind == ROW_ADDEND:
                     for j in range(n):
-                        o[os + i * n + j] = finish_add(cpad[i * npad + j], z[j])
-            elif addend_kind == FULL_ADDEND:
-                for i in range(m):
+                        orow[j] = finish_add(crow[j], z[j])
+                elif addend_kind == FULL_ADDEND:
+                    zrow = z[os + i * n:os + i * n + n]
                     for j in range(n):
-                        o[os + i * n + j] = finish_add(cpad[i * npad + j], z[os + i * n + j])
-            else:
-                for i in range(m):
+                        orow[j] = finish_add(crow[j], zrow[j])
+                else:
                     for j in range(n):
-                        o[os + i * n + j] = finish(cpad[i * npad + j])
+                        orow[j] = finish(crow[j])
         leave_ieee(old)
 
     address = types.intp
