@@ -193,8 +193,10 @@ def micro_kernel(dtype, mr, nr, strided=False):
 
 def tree_slots(counts):
     """The stack slots a tree over at most max(counts) samples needs (plain
-    Python, for a launcher): one per level below the root's, and the root's."""
-    return 1 + max(int(counts.max()) - 1, 0).bit_length()
+    Python, for a launcher; `counts` an array, or one int): one per level
+    below the root's, and the root's."""
+    most = counts if isinstance(counts, int) else int(counts.max())
+    return 1 + max(most - 1, 0).bit_length()
 
 
 @jitable

@@ -650,7 +650,7 @@ def serial_batch_row_sums(dtype, out, x, samples, rows, width):
     given by their addresses, samples >= 1, at most SERIAL_ROWS_MAX elements.
     The bits of `softrep.sum` over dim 1 followed by `tree_nodes` over all
     samples."""
-    block_slots, slots = tree_slots(np.array([-(-rows // BLOCK)])), tree_slots(np.array([samples]))
+    block_slots, slots = tree_slots(-(-rows // BLOCK)), tree_slots(samples)
     work = np.empty((block_slots + slots) * width, dtype)
     _SERIAL_BATCH_ROW_SUMS[dtype](out, x, work.ctypes.data, samples, rows, width, block_slots, slots,
                                   CONTROL_MASK)

@@ -100,13 +100,15 @@ def layer_norm_rows(rows, w, b, eps, center):
     """(y, m, s) of layer_norm (rms_norm when not `center`) on rows (R, n) with
     the affine map: y[i] = add(mul(div(sub(rows[i], m[i]), s[i]), w), b), m
     and s the rows' statistics (m = +0 without centring).  w and b have n
-    elements (ones and -0 for a missing weight and bias, which change no bit)."""
+    elements (ones and -0 for a missing weight and bias, which change no bit).
+    The launch's work is the rows' elements: up to backend.SERIAL_WORK of
+    them one thread is faster than two (docs/benchmarks.md)."""
     R, n = rows.shape
     y = rows.new_empty(rows.shape)
     m, s = rows.new_empty(R), rows.new_empty(R)
     backend.execute(cpu_normalization.layer_norm, cuda_normalization.layer_norm, [y, m, s],
                     [rows, w.detach().reshape(-1).contiguous(), b.detach().reshape(-1).contiguous()],
-                    float(n), float(eps), bool(center))
+                    float(n), float(eps), bool(center), work=rows.numel())
     return y, m, s
 
 
@@ -116,5 +118,6 @@ def layer_norm_rows_grad(gy, rows, w, m, s, center):
     n = rows.shape[1]
     dx, gw = gy.new_empty(gy.shape), gy.new_empty(gy.shape)
     backend.execute(cpu_normalization.layer_norm_grad, cuda_normalization.layer_norm_grad, [dx, gw],
-                    [gy, rows, w.detach().reshape(-1).contiguous(), m.detach(), s.detach()], float(n), bool(center))
+                    [gy, rows, w.detach().reshape(-1).contiguous(), m.detach(), s.detach()], float(n), bool(center),
+                    work=rows.numel())
     return dx, gw
