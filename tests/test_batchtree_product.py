@@ -300,9 +300,11 @@ def test_row_sums_into_the_tree_are_the_sum_then_the_tree(samples, rows, width, 
     param = torch.zeros(width, dtype=dtype)
     calls = []
     original = cpu_reduce.serial_batch_row_sums
-    monkeypatch.setattr(cpu_reduce, "serial_batch_row_sums", lambda *a: (calls.append(1), original(*a))[1])
+    monkeypatch.setattr(cpu_reduce, "serial_batch_row_sums", lambda *a: (calls.append(a[3:5]), original(*a))[1])
     got = batchtree.param_grad_of_row_sums("linear", "bias", param, x)
-    assert calls == ([1] if rows else [])
+    # rows: one fused call; no rows: the sums (+0) then the tree, whose small
+    # launch is the same kernel over one row per sample (summation.tree_nodes)
+    assert calls == [(samples, rows if rows else 1)]
     monkeypatch.setattr(cpu_reduce, "SERIAL_ROWS_MAX", -1)
     per = x[:, 0] if rows == 1 else softrep.sum(x, 1)
     assert_same_bits(got, batchtree.param_grad("linear", "bias", param, per))

@@ -108,11 +108,21 @@ def tree_nodes(partials, ranges):
     width = math.prod(partials.shape[1:])
     out = torch.empty((len(ranges), width), dtype=partials.dtype, device=partials.device)
     if out.numel():
-        first = index_table([f for f, _ in ranges], partials.device)
-        counts = index_table([c for _, c in ranges], partials.device)
         rows = partials.detach().contiguous().reshape(samples, width)
         work = builtins.sum(c for _, c in ranges) * width
-        backend.execute(cpu_reduce.tree_nodes, cuda_reduce.tree_nodes, [out], [rows, first, counts], work=work)
+        dtype = backend.light_dtype((rows,)) if work <= backend.SERIAL_WORK else None
+        if dtype is not None:
+            # small CPU launches: each node by the serial batch-tree kernel on
+            # its rows' address (one row per sample: the same additions),
+            # without the launch tables and the numpy views
+            step = width * rows.element_size()
+            for node, (first, count) in enumerate(ranges):
+                cpu_reduce.serial_batch_row_sums(dtype, out[node].data_ptr(), rows.data_ptr() + first * step,
+                                                 count, 1, width)
+        else:
+            first = index_table([f for f, _ in ranges], partials.device)
+            counts = index_table([c for _, c in ranges], partials.device)
+            backend.execute(cpu_reduce.tree_nodes, cuda_reduce.tree_nodes, [out], [rows, first, counts], work=work)
     return out.reshape(len(ranges), *partials.shape[1:])
 
 
