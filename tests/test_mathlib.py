@@ -195,8 +195,7 @@ def test_exp_core_polynomial_bound_is_measured():
     import mpmath
     from softrep.algorithms.math import core
 
-    coeffs = [core.E0, core.E1, core.E2, core.E3, core.E4, core.E5, core.E6, core.E7, core.E8, core.E9,
-              core.E10, core.E11]
+    coeffs = core.EXP_COEFFS
     with mpmath.workprec(120):
         a = mpmath.mpf(core.EXP_R_MAX)
         assert a > mpmath.log(2) / 2 + mpmath.mpf(2) ** -42  # the reduction's |r| fits
@@ -216,7 +215,7 @@ def test_atanh_polynomial_bound_is_measured():
     import mpmath
     from softrep.algorithms.math import core
 
-    coeffs = [core.T0, core.T1, core.T2, core.T3, core.T4, core.T5, core.T6]
+    coeffs = core.ATANH_COEFFS
     with mpmath.workprec(120):
         top = mpmath.mpf(core.ATANH_W_MAX)
         assert top > (mpmath.sqrt(2) - 1) ** 2 / (mpmath.sqrt(2) + 1) ** 2  # |s| <= 0.1716 fits

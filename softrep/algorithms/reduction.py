@@ -70,7 +70,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba.core import types as _types
 
-from ..primitives.jit import bitcast, by_type
+from ..primitives.jit import bitcast, by_type, inline_into_callers
 from ..primitives.rounding import NAN32, NAN64, ZERO32, ZERO64, add_rn, canonical, jitable, mul_rn, sub_rn
 from ..primitives.vector import LANES, add_rn_f32x8, load_f32x8, store_f32x8
 
@@ -117,6 +117,25 @@ _UBLOCK = np.uint64(BLOCK)
 
 
 @jitable
+def _advance_eight(x, bases, k0, k1, parts):
+    """Eight independent chains: parts[c] extended by x[bases[c] + k] for
+    k = k0, ..., k1 - 1 in order (unsigned offsets)."""
+    inline_into_callers()
+    b0, b1, b2, b3, b4, b5, b6, b7 = bases
+    p0, p1, p2, p3, p4, p5, p6, p7 = parts
+    for k in range(k0, k1):
+        p0 = add_rn(p0, x[b0 + k])
+        p1 = add_rn(p1, x[b1 + k])
+        p2 = add_rn(p2, x[b2 + k])
+        p3 = add_rn(p3, x[b3 + k])
+        p4 = add_rn(p4, x[b4 + k])
+        p5 = add_rn(p5, x[b5 + k])
+        p6 = add_rn(p6, x[b6 + k])
+        p7 = add_rn(p7, x[b7 + k])
+    return p0, p1, p2, p3, p4, p5, p6, p7
+
+
+@jitable
 def row_partials(x, p):
     """p[j] = the partial of block j of the 1-D array x (any stride), for every
     block j < ceil(n / BLOCK): each begun with its first element and extended
@@ -127,72 +146,37 @@ def row_partials(x, p):
     hold fewer blocks, the last of them shorter: its spare chains repeat the
     group's last block, all chains advance through that block's length, the
     whole blocks then finish with the spare chains moved to the group's
-    first block, and what the spare chains computed is discarded.  A group
-    of one block is one chain.  A row of
-    1000 elements (seven whole blocks and one of 104) is thus 127 steps of
-    eight additions rather than 1000 dependent ones.  Indices are unsigned
-    (a signed index costs negative-index wraparound code on every load)."""
+    first block, and what the spare chains computed is discarded.  The
+    row's last block alone is one chain.  A row of 1000 elements (seven
+    whole blocks and one of 104) is thus 127 steps of eight additions rather
+    than 1000 dependent ones.  Indices are unsigned (a signed index costs
+    negative-index wraparound code on every load)."""
     n = np.uint64(x.shape[0])
     nb = (n + _UBLOCK - _U[1]) // _UBLOCK
     for j in range(_U[0], nb, _U[8]):
         last = min(j + _U[8], nb) - _U[1]  # the group's last block
-        if j == last:  # the row's last block alone: one chain (spare chains would only cost throughput)
-            b = j * _UBLOCK
-            q = x[b]
-            for k in range(b + _U[1], n):
+        b0 = j * _UBLOCK
+        if j == last:  # spare chains would only cost throughput
+            q = x[b0]
+            for k in range(b0 + _U[1], n):
                 q = add_rn(q, x[k])
             p[j] = q
             continue
-        short = n - last * _UBLOCK  # its length: BLOCK, or less for the row's last block
-        b0 = j * _UBLOCK
-        b1 = min(j + _U[1], last) * _UBLOCK
-        b2 = min(j + _U[2], last) * _UBLOCK
-        b3 = min(j + _U[3], last) * _UBLOCK
-        b4 = min(j + _U[4], last) * _UBLOCK
-        b5 = min(j + _U[5], last) * _UBLOCK
-        b6 = min(j + _U[6], last) * _UBLOCK
-        b7 = last * _UBLOCK
-        p0, p1, p2, p3, p4, p5, p6, p7 = x[b0], x[b1], x[b2], x[b3], x[b4], x[b5], x[b6], x[b7]
-        for k in range(_U[1], min(short, _UBLOCK)):
-            p0 = add_rn(p0, x[b0 + k])
-            p1 = add_rn(p1, x[b1 + k])
-            p2 = add_rn(p2, x[b2 + k])
-            p3 = add_rn(p3, x[b3 + k])
-            p4 = add_rn(p4, x[b4 + k])
-            p5 = add_rn(p5, x[b5 + k])
-            p6 = add_rn(p6, x[b6 + k])
-            p7 = add_rn(p7, x[b7 + k])
-        p[last] = p7  # chain 7 is the last block
-        if short < _UBLOCK and j < last:
-            # the whole blocks' remaining terms; chains on the last block move to block j
-            b1 = b1 if j + _U[1] < last else b0
-            b2 = b2 if j + _U[2] < last else b0
-            b3 = b3 if j + _U[3] < last else b0
-            b4 = b4 if j + _U[4] < last else b0
-            b5 = b5 if j + _U[5] < last else b0
-            b6 = b6 if j + _U[6] < last else b0
-            for k in range(short, _UBLOCK):
-                p0 = add_rn(p0, x[b0 + k])
-                p1 = add_rn(p1, x[b1 + k])
-                p2 = add_rn(p2, x[b2 + k])
-                p3 = add_rn(p3, x[b3 + k])
-                p4 = add_rn(p4, x[b4 + k])
-                p5 = add_rn(p5, x[b5 + k])
-                p6 = add_rn(p6, x[b6 + k])
-        if j < last:
-            p[j] = p0
-        if j + _U[1] < last:
-            p[j + _U[1]] = p1
-        if j + _U[2] < last:
-            p[j + _U[2]] = p2
-        if j + _U[3] < last:
-            p[j + _U[3]] = p3
-        if j + _U[4] < last:
-            p[j + _U[4]] = p4
-        if j + _U[5] < last:
-            p[j + _U[5]] = p5
-        if j + _U[6] < last:
-            p[j + _U[6]] = p6
+        short = n - last * _UBLOCK  # the last block's length: BLOCK, or less at the row's end
+        bases = (b0, min(j + _U[1], last) * _UBLOCK, min(j + _U[2], last) * _UBLOCK, min(j + _U[3], last) * _UBLOCK,
+                 min(j + _U[4], last) * _UBLOCK, min(j + _U[5], last) * _UBLOCK, min(j + _U[6], last) * _UBLOCK,
+                 last * _UBLOCK)
+        firsts = (x[bases[0]], x[bases[1]], x[bases[2]], x[bases[3]], x[bases[4]], x[bases[5]], x[bases[6]],
+                  x[bases[7]])
+        parts = _advance_eight(x, bases, _U[1], min(short, _UBLOCK), firsts)
+        p[last] = parts[7]  # chain 7 is the last block
+        if short < _UBLOCK:  # the whole blocks' remaining terms; chains on the last block move to block j
+            whole = (b0, bases[1] if j + _U[1] < last else b0, bases[2] if j + _U[2] < last else b0,
+                     bases[3] if j + _U[3] < last else b0, bases[4] if j + _U[4] < last else b0,
+                     bases[5] if j + _U[5] < last else b0, bases[6] if j + _U[6] < last else b0, b0)
+            parts = _advance_eight(x, whole, short, _UBLOCK, parts)
+        for c in range(_U[0], last - j):
+            p[j + c] = parts[c]
     return np.int64(nb)
 
 

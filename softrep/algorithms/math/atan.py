@@ -31,11 +31,11 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import abs32, fast_two_sum, neg32, signbit32, two_prod
+from .core import abs32, fast_two_sum, horner, neg32, signbit32, two_prod
 from .exact64 import bracket_err
 from .multiword import td_add, td_const, td_div, td_mul, td_renorm, td_round
 from .trig64 import PI_Q, PIO2_H, PIO2_L, PIO2_M
-from .exception_tables import coefficient_array, exception_arrays, finish, horner
+from .exception_tables import coefficient_array, exception_arrays, finish
 from .coefficients import ATAN_CENTER, ATAN_CENTER_COMPL, ATAN_SMALL
 
 F64 = np.float64

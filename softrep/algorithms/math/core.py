@@ -98,6 +98,27 @@ _MANT_MASK = np.uint64(0x000FFFFFFFFFFFFF)
 _EXP_ONE = np.uint64(0x3FF0000000000000)
 _EXP_HALF = np.uint64(0x3FE0000000000000)
 
+# --------------------------------------------------------------------------- polynomials
+
+def coefficient_tuple(values):
+    """The coefficients of one polynomial for `horner`.  A tuple's length is
+    known when the kernel compiles, so LLVM unrolls the Horner loop, which
+    lets the decided-first loops (softrep/cpu/launch.py) vectorise around it;
+    over an array the loop stays a loop and nothing vectorises."""
+    return tuple(F64(v) for v in values)
+
+
+@jitable
+def horner(coeffs, u):
+    """sum coeffs[i] u^i by Horner's rule with fma (coeffs lowest first: a
+    tuple of float64, see `coefficient_tuple`, or a 1-d float64 array)."""
+    n = len(coeffs)
+    p = coeffs[n - 1]
+    for i in range(n - 2, -1, -1):
+        p = fma_rn(p, u, coeffs[i])
+    return p
+
+
 # --------------------------------------------------------------------------- float32 sign bit
 # softrep.primitives.rounding.negate / fabs on float32 currently return float64 garbage on
 # the CPU target (Numba promotes uint32 ^ uint32 to a 64-bit integer, which
@@ -278,7 +299,7 @@ def exp_reduce(zh, zl):
 # it against mpmath).  Degree 11 rather than the Taylor series' 13 (which
 # needs |r|^14/14! < 2^-57 at the ends): two fewer fmas per element.
 EXP_R_MAX = 0.34674687707511265
-(E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11) = (F64(float.fromhex(h)) for h in (
+EXP_COEFFS = coefficient_tuple(float.fromhex(h) for h in (
     "0x1.0000000000000p+0", "0x1.0000000000000p+0", "0x1.0000000000011p-1", "0x1.555555555555ap-3",
     "0x1.555555554f067p-5", "0x1.111111110f205p-7", "0x1.6c16c1881156bp-10", "0x1.a01a01b150ad2p-13",
     "0x1.a01991731e6fap-16", "0x1.71ddf5514be0cp-19", "0x1.28b43a93fe57ap-22", "0x1.af635e4f6b5eep-26"))
@@ -322,17 +343,7 @@ def exp_core(zh, zl):
     r = fma_rn(negate(kd), LN2_H, zh)
     r = fma_rn(negate(kd), LN2_L, r)
     r = add_rn(r, zl)
-    p = fma_rn(r, E11, E10)
-    p = fma_rn(r, p, E9)
-    p = fma_rn(r, p, E8)
-    p = fma_rn(r, p, E7)
-    p = fma_rn(r, p, E6)
-    p = fma_rn(r, p, E5)
-    p = fma_rn(r, p, E4)
-    p = fma_rn(r, p, E3)
-    p = fma_rn(r, p, E2)
-    p = fma_rn(r, p, E1)
-    p = fma_rn(r, p, E0)
+    p = horner(EXP_COEFFS, r)
     scale = np.int64(bitcast(t)) << _EXPONENT_SHIFT
     return bitcast(np.uint64(np.int64(bitcast(p)) + scale))
 
@@ -366,7 +377,7 @@ def expm1_core(z):
 # error is < 2^-50.8 (tests/test_mathlib.py measures it against mpmath).  The
 # Taylor series 2/3 + 2w/5 + ... needs degree 9 for the same use.
 ATANH_W_MAX = 0.0295
-(T0, T1, T2, T3, T4, T5, T6) = (F64(float.fromhex(h)) for h in (
+ATANH_COEFFS = coefficient_tuple(float.fromhex(h) for h in (
     "0x1.5555555555558p-1", "0x1.99999999951f5p-2", "0x1.2492492e0b70cp-2", "0x1.c71c62c42db89p-3",
     "0x1.7462be245eae3p-3", "0x1.39fd25d62ab23p-3", "0x1.2b6776a1bf0b9p-3"))
 
@@ -383,13 +394,7 @@ def atanh_series(s):
     result, which is at least |2s|; the final fma rounds once (2^-53).
     """
     w = mul_rn(s, s)
-    p = fma_rn(w, T6, T5)
-    p = fma_rn(w, p, T4)
-    p = fma_rn(w, p, T3)
-    p = fma_rn(w, p, T2)
-    p = fma_rn(w, p, T1)
-    p = fma_rn(w, p, T0)
-    return fma_rn(mul_rn(s, w), p, add_rn(s, s))
+    return fma_rn(mul_rn(s, w), horner(ATANH_COEFFS, w), add_rn(s, s))
 
 @jitable
 def log_reduce(x):

@@ -17,8 +17,8 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import jitable, mul_rn, negate, sub_rn
-from .core import exp_core
-from .exception_tables import coefficient_columns, coefficient_tuple, horner, horner_columns
+from .core import coefficient_tuple, exp_core, horner
+from .exception_tables import coefficient_columns, horner_columns
 from .coefficients import ERF_SMALL, ERFCX_PIECES
 
 F64 = np.float64

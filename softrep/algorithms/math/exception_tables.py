@@ -100,16 +100,6 @@ def exception_arrays(pairs):
     return keys, values
 
 @jitable
-def horner(coeffs, u):
-    """sum coeffs[i] u^i by Horner's rule with fma (coeffs lowest first: a
-    tuple of float64, see `coefficient_tuple`, or a 1-d float64 array)."""
-    n = len(coeffs)
-    p = coeffs[n - 1]
-    for i in range(n - 2, -1, -1):
-        p = fma_rn(p, u, coeffs[i])
-    return p
-
-@jitable
 def horner_columns(columns, row, u):
     """sum columns[i][row] u^i by Horner's rule with fma (`coefficient_columns`)."""
     n = len(columns)
@@ -120,13 +110,6 @@ def horner_columns(columns, row, u):
 
 def coefficient_array(values):
     return np.array(values, dtype=np.float64)
-
-def coefficient_tuple(values):
-    """The coefficients of one polynomial for `horner`.  A tuple's length is
-    known when the kernel compiles, so LLVM unrolls the Horner loop, which
-    lets the decided-first loops (softrep/cpu/launch.py) vectorise around it;
-    over an array the loop stays a loop and nothing vectorises."""
-    return tuple(F64(v) for v in values)
 
 def coefficient_columns(rows):
     """A table of polynomials (one row each, lowest coefficient first) as a

@@ -43,7 +43,7 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
-from .exception_tables import coefficient_tuple, horner
+from .core import coefficient_tuple, horner
 from .coefficients import COS_HALFPI, SIN_HALFPI, TWO_OVER_PI, TWO_OVER_PI_LIMBS
 
 F64 = np.float64
