@@ -125,6 +125,47 @@ def test_exception_tables_hold_mpfr_values():
         assert np.array_equal(values[live], reference_bits(name, keys[live].view(np.float32))), name
 
 
+def test_erf_mid_bounds_are_measured():
+    # erf_pieces.erf_mid's error bound rests on two measured numbers per
+    # piece ([1/2, 2] and [2, 4]): the fit's absolute error with the
+    # coefficients as rounded (< 2^-52.4) and the Horner error factor
+    # sum_k max |d|^k |p_k(d)| (< 1.75 and < 1.05), p_k the polynomial of the
+    # steps from k up; both against mpmath at 120 bits on a grid of d.
+    import mpmath
+    from softrep.algorithms.math import erf_pieces as P
+
+    pieces = ((P.ERF_MID_COEFFS[0], 1.25, 0.75, 1.75), (P.ERF_MID_COEFFS[1], 3.0, 1.0, 1.05))
+    with mpmath.workprec(120):
+        for coeffs, centre, half, factor in pieces:
+            c = [mpmath.mpf(v) for v in coeffs]
+            grid = [mpmath.mpf(-half) + 2 * mpmath.mpf(half) * i / 2000 for i in range(2001)]
+            worst = max(abs(mpmath.polyval(c[::-1], d) - mpmath.erf(centre + d)) for d in grid)
+            assert worst < mpmath.mpf(2) ** -52.4, (centre, float(mpmath.log(worst, 2)))
+            total = mpmath.mpf(0)
+            for k in range(len(c)):
+                total += max(abs(d) ** k * abs(mpmath.polyval(c[k:][::-1], d)) for d in grid[::10])
+            assert total < factor, (centre, float(total))
+
+
+def test_erf_mid_against_mpfr():
+    # erf_mid is claimed within 2^-50.2 (relative) of erf on (1/2, 4], both
+    # pieces and their ends, compiled and in Python (the simulator's path).
+    from numba import njit
+    from softrep.algorithms.math.erf_pieces import erf_mid
+
+    rng = np.random.default_rng(21)
+    a = np.concatenate([rng.uniform(0.5, 4.0, 4000), [0.50000006, 1.25, 1.9999999, 2.0, 2.0000002, 3.0, 4.0]])
+    a = a.astype(np.float32)
+    got = njit(lambda v: np.array([erf_mid(v[i]) for i in range(v.size)]))(a)
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=200):
+        for x, y in zip(a, got):
+            exact = gmpy2.erf(gmpy2.mpfr(float(x)))
+            worst = max(worst, abs((gmpy2.mpfr(float(y)) - exact) / exact))
+    assert worst < gmpy2.mpfr(2) ** -50.2, float(gmpy2.log2(worst))
+    assert all(float(erf_mid(x)) == float(y) for x, y in zip(a[:100], got[:100]))
+
+
 def test_signs_and_specials(backend):
     backend("cpu")
     f = lambda name, v: run_op(name, np.array([v], np.float32))[0]  # noqa: E731

@@ -119,6 +119,21 @@ def horner(coeffs, u):
     return p
 
 
+@jitable
+def horner_from(p, coeffs, u):
+    """Horner's rule continued from p over coeffs (lowest first):
+    fma(... fma(fma(p, u, coeffs[n-1]), u, coeffs[n-2]) ..., u, coeffs[0]).
+    `horner_from(horner(high, u), low, u)` is `horner(low + high, u)` step
+    for step.  A polynomial of more than about 12 coefficients is written
+    that way: LLVM fully unrolls a loop over a tuple of up to about 12
+    coefficients only, and a loop it leaves rolled reads the tuple through
+    a switch, which keeps the vectorised fast loops scalar."""
+    n = len(coeffs)
+    for i in range(n - 1, -1, -1):
+        p = fma_rn(p, u, coeffs[i])
+    return p
+
+
 # --------------------------------------------------------------------------- float32 sign bit
 # softrep.primitives.rounding.negate / fabs on float32 currently return float64 garbage on
 # the CPU target (Numba promotes uint32 ^ uint32 to a 64-bit integer, which

@@ -5,8 +5,7 @@ erf(+-inf) = +-1).  For a > 4, 1 - erf a = erfc a < erfc 4 < 1.6e-8 < 2^-25
 (half an ulp below 1): the result rounds to 1.
 
 Fast path (softrep/algorithms/math/erf_pieces.py): a <= 1/2, a P(a^2) (2^-51.8); 1/2 < a <= 4,
-1 - erfc a with erfc a <= 0.48 (2^-49.9): the result is >= 0.52, so erfc's
-error counts 0.92 times, plus one rounding: < 2^-49.7.
+erf_mid, a polynomial of erf itself on each of two pieces (< 2^-50.2).
 Accurate path: the table below (every input whose fast result cannot be
 rounded safely, with its MPFR value).
 
@@ -37,8 +36,8 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fabs, jitable, mul_rn, negate, sub_rn
-from .erf_pieces import erf_small, erfc_mid
-from .core import abs32, clamp, dd_add, fast_two_sum, neg32, pow2, signbit32, two_prod
+from .erf_pieces import erf_mid, erf_small
+from .core import abs32, dd_add, fast_two_sum, neg32, pow2, signbit32, two_prod
 from .erf64 import (SERIES_LIMIT, erf_series_dd, erf_series_fast, erf_series_td, erfc_large_dd, erfc_large_fast,
                     erfc_large_td)
 from .exact64 import bracket_err
@@ -177,18 +176,13 @@ _KEYS, _VALUES = exception_arrays(ERF_EXCEPTIONS)
 
 @jitable
 def erf_approx(a):
-    """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-49.7.
+    """erf(a) in double for a float32 a >= 0 (+inf included), relative error < 2^-50.2.
 
     Branch-free, so that the vectorised fast loop can use it: both pieces are
-    evaluated and one is selected.  erfc_mid gets its argument clamped into
-    [1/2, 4] (NaN to 1), which changes nothing where it is selected and
-    keeps its table row in bounds where it is not; erf_small reads no table
-    and takes a itself.  (NaN goes to 1, not to the bound 1/2: "a, or 1/2 where
-    a < 1/2 or NaN" is a float max, which NVVM emits as max.f32 and the PTX
-    audit rejects.)"""
+    evaluated and one is selected (erf_small and erf_mid read no table, so
+    any a is safe for both; what the unselected one computes is discarded)."""
     inline_into_callers()
-    mid = ONE_F32 if a != a else clamp(a, HALF_F32, SATURATE_F32)
-    r = sub_rn(ONE, erfc_mid(mid))
+    r = erf_mid(a)
     r = ONE if a > SATURATE_F32 else r
     return erf_small(a) if a <= HALF_F32 else r
 
