@@ -50,8 +50,20 @@ PIECE_LAST = np.int32(38)
 # rounded to nearest double, lowest degree first.  Evaluated as the top nine
 # coefficients, then the low twelve (`horner_from`): two loops that LLVM
 # unrolls.
-_ERF_MID_LOW = [float.fromhex(h) for h in ("0x1.d8865d98abe01p-1", "0x1.e4652fadcb6b2p-3", "-0x1.2ebf3dcc9f22dp-2", "0x1.571d01c5c56afp-3", "-0x1.93a9a7bb82812p-8", "-0x1.8281ce0b345d4p-5", "0x1.5d0003af937a5p-6", "0x1.db43c971a5e16p-9", "-0x1.75672cf55decap-8", "0x1.cc22557e473d9p-11", "0x1.a0075276a5698p-11", "-0x1.53b179b51676bp-12", "-0x1.ba67231ddbec4p-15", "0x1.d45240507a6bcp-15", "-0x1.9466206b748a1p-19", "-0x1.ae29bdcc7765bp-18", "0x1.6a1b54eddd2ccp-20", "0x1.11118ef126866p-21", "-0x1.ba30428b5438ep-23", "-0x1.937c53cb6c16bp-26", "0x1.32f7d0ac8bdb9p-26")]
-_ERF_MID_HIGH = [float.fromhex(h) for h in ("0x1.fffd1ac4135f9p-1", "0x1.2408e9ba2081fp-13", "-0x1.b60d5e974d7adp-12", "0x1.9db74b1e742edp-11", "-0x1.11c85b1e82557p-10", "0x1.0a7b553836b51p-10", "-0x1.82f235b298242p-11", "0x1.998b4a07db6ffp-12", "-0x1.1aa5e1ddf4e94p-13", "0x1.d2a1b026de650p-17", "0x1.05ff29490eb3ap-16", "-0x1.6a27587344367p-17", "0x1.96c7f83d1bee4p-19", "0x1.0649eda6da84ap-23", "-0x1.e5fe5e5c9bbddp-22", "0x1.677dfa17af48ep-23", "-0x1.3e21e7312dc98p-27", "-0x1.1921546feed68p-26", "0x1.95ffb86679145p-28", "0x1.326f28ff4a0acp-32", "-0x1.db502e6c187fbp-32")]
+_ERF_MID_LOW = [float.fromhex(h) for h in (
+    "0x1.d8865d98abe01p-1", "0x1.e4652fadcb6b2p-3", "-0x1.2ebf3dcc9f22dp-2", "0x1.571d01c5c56afp-3",
+    "-0x1.93a9a7bb82812p-8", "-0x1.8281ce0b345d4p-5", "0x1.5d0003af937a5p-6", "0x1.db43c971a5e16p-9",
+    "-0x1.75672cf55decap-8", "0x1.cc22557e473d9p-11", "0x1.a0075276a5698p-11", "-0x1.53b179b51676bp-12",
+    "-0x1.ba67231ddbec4p-15", "0x1.d45240507a6bcp-15", "-0x1.9466206b748a1p-19", "-0x1.ae29bdcc7765bp-18",
+    "0x1.6a1b54eddd2ccp-20", "0x1.11118ef126866p-21", "-0x1.ba30428b5438ep-23", "-0x1.937c53cb6c16bp-26",
+    "0x1.32f7d0ac8bdb9p-26")]
+_ERF_MID_HIGH = [float.fromhex(h) for h in (
+    "0x1.fffd1ac4135f9p-1", "0x1.2408e9ba2081fp-13", "-0x1.b60d5e974d7adp-12", "0x1.9db74b1e742edp-11",
+    "-0x1.11c85b1e82557p-10", "0x1.0a7b553836b51p-10", "-0x1.82f235b298242p-11", "0x1.998b4a07db6ffp-12",
+    "-0x1.1aa5e1ddf4e94p-13", "0x1.d2a1b026de650p-17", "0x1.05ff29490eb3ap-16", "-0x1.6a27587344367p-17",
+    "0x1.96c7f83d1bee4p-19", "0x1.0649eda6da84ap-23", "-0x1.e5fe5e5c9bbddp-22", "0x1.677dfa17af48ep-23",
+    "-0x1.3e21e7312dc98p-27", "-0x1.1921546feed68p-26", "0x1.95ffb86679145p-28", "0x1.326f28ff4a0acp-32",
+    "-0x1.db502e6c187fbp-32")]
 ERF_MID_COEFFS = (_ERF_MID_LOW, _ERF_MID_HIGH)  # for the tests: each piece's 21 coefficients
 ERF_LOW_TOP, ERF_LOW_BOTTOM = coefficient_tuple(_ERF_MID_LOW[12:]), coefficient_tuple(_ERF_MID_LOW[:12])
 ERF_HIGH_TOP, ERF_HIGH_BOTTOM = coefficient_tuple(_ERF_MID_HIGH[12:]), coefficient_tuple(_ERF_MID_HIGH[:12])

@@ -20,14 +20,13 @@ triple-double version.
 import numpy as np
 
 from ...primitives.rounding import jitable
-from .core import F64, NAN32, ZERO, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
+from .core import F64, NAN32, NEG_ZERO, ZERO, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
 from .exact64 import decide_scaled
 from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, td_round, ziv_round
 
 EXP_OVERFLOW = np.float32(89.0)
 EXP_UNDERFLOW = np.float32(-104.0)
-NEG_ZERO = F64(-0.0)
 
 @jitable
 def exp_fast(x):

@@ -34,16 +34,14 @@ cannot decide goes to the double-double path, then the triple-double one.
 import numpy as np
 
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
-from .core import (abs32, signbit32, F64, NAN32, ONE, ZERO, dd_add, dd_div, dd_to_f32, fast_two_sum, exp_core, exp_dd,
-                    pow2, round_if_safe)
+from .core import (abs32, signbit32, F64, NAN32, NEG_ZERO, ONE, ZERO, dd_add, dd_div, dd_to_f32, fast_two_sum,
+                   exp_core, exp_dd, pow2, round_if_safe)
 from .exact64 import bracket_err
 from .trig64 import dd_div_fast
 from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
 from .multiword import dd_error, round_sum, td_add, td_div, td_round, ziv_round
 
 SIGMOID_HI = np.float32(120.0)
-NEG_ZERO = F64(-0.0)
-ONE_F32 = np.float32(1.0)
 ZERO_F32 = np.float32(0.0)
 
 @jitable
