@@ -6,12 +6,13 @@ The winner is the element with the largest `order_key` (amax's total order:
 -inf < ... < -0 < +0 < ... < +inf < NaN); a later position wins only with a
 strictly larger key, so the first of equal elements wins, and positions
 outside the plane (padding) are never candidates.  Only integer keys are
-compared: no floating-point operation is involved.
+compared: no floating-point operation is involved.  The window's value
+(`winner_value`) is the winner itself, copied, a NaN made canonical.
 """
 
 import numpy as np
 
-from ..primitives.rounding import jitable
+from ..primitives.rounding import canonical, jitable
 from .reduction import order_key
 
 
@@ -52,3 +53,11 @@ def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
                         best = np.int64(ih * W + iw)
                         best_key = key
     return best
+
+
+@jitable
+def winner_value(plane, index):
+    """The element ih * W + iw = `index` of `plane` (H, W), copied (any NaN
+    canonical): the value of the window whose winner it is."""
+    W = plane.shape[1]
+    return canonical(plane[np.uint64(index // W), np.uint64(index % W)])

@@ -1,4 +1,4 @@
-"""max_pool2d's window winners as one kernel: indices only, no gradient."""
+"""max_pool2d's windows as one kernel: each window's winner and its value."""
 
 import torch
 
@@ -6,41 +6,22 @@ from . import backend
 from ..cpu import pooling as cpu_pooling
 from ..cuda import pooling as cuda_pooling
 
+# A window position costs about as much as four elements of an elementwise
+# op (its order key, a comparison and a select), which is what the serial
+# threshold of `backend.execute` counts (docs/benchmarks.md).
+_POSITION_WORK = 4
 
-def _launch(planes, out_size, kernel, stride, padding, dilation):
+
+def max_windows(planes, out_size, kernel, stride, padding, dilation):
+    """(values, indices) of planes (P, H, W): for every window (P, OH, OW) of
+    max_pool2d's geometry, the winner's value (a copy, NaN canonical) and its
+    in-plane index ih * W + iw (int64), found by
+    softrep.algorithms.pooling.window_argmax.  No autograd: the caller's
+    Function owns the gradient."""
     planes = planes.detach().contiguous()
-    idx = torch.empty((planes.shape[0], *out_size), dtype=torch.int64, device=planes.device)
-    backend.execute(cpu_pooling.max_indices, cuda_pooling.max_indices, [idx], [planes],
-                    *kernel, *stride, *padding, *dilation, work=idx.numel() * kernel[0] * kernel[1])
-    return idx
-
-
-class MaxWindowIndices(backend.Function):
-    """int64 (P, OH, OW): for planes x (P, H, W), the in-plane index ih * W + iw
-    of every window's winner (softrep.algorithms.pooling.window_argmax).  An
-    index has no gradient; the Function exists for its batching rule."""
-
-    @staticmethod
-    def forward(x, out_size, kernel, stride, padding, dilation):
-        return _launch(x, out_size, kernel, stride, padding, dilation)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.mark_non_differentiable(output)
-
-    @staticmethod
-    def backward(ctx, g):
-        return None, None, None, None, None, None
-
-    @staticmethod
-    def vmap(info, in_dims, x, out_size, kernel, stride, padding, dilation):
-        # every plane's windows are found alone: the samples' planes run as one batch of planes
-        xb = x.movedim(in_dims[0], 0)
-        B, P = xb.shape[0], xb.shape[1]
-        idx = _launch(xb.reshape(B * P, *xb.shape[2:]), out_size, kernel, stride, padding, dilation)
-        return idx.reshape(B, P, *out_size), 0
-
-
-def max_window_indices(x, out_size, kernel, stride, padding, dilation):
-    """MaxWindowIndices of planes x (P, H, W): the windows' winners."""
-    return MaxWindowIndices.apply(x, tuple(out_size), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
+    shape = (planes.shape[0], *out_size)
+    values = torch.empty(shape, dtype=planes.dtype, device=planes.device)
+    idx = torch.empty(shape, dtype=torch.int64, device=planes.device)
+    backend.execute(cpu_pooling.max_windows, cuda_pooling.max_windows, [values, idx], [planes],
+                    *kernel, *stride, *padding, *dilation, work=idx.numel() * kernel[0] * kernel[1] * _POSITION_WORK)
+    return values, idx

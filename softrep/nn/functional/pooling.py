@@ -7,9 +7,10 @@ in row-major (kh, kw) order, -1 standing for padding or for the unused tail of
 a shorter adaptive window; windows that tile the plane (stride = kernel, no
 padding; an adaptive pool of a divisor of the size) are read by a reshape
 instead, the same values in the same order.  max_pool2d finds each window's
-winner with one kernel (softrep.ops.pooling; integer comparisons only).  Values are moved
-with `embedding.gather_rows` (exact copies) and their gradients come back
-through `embedding.scatter_sum_rows`:
+winner and copies its value with one kernel (softrep.ops.pooling; integer
+comparisons only).  The average pools' values are moved with
+`sparse.gather_rows` (exact copies); every pool's gradients come back through
+`sparse.scatter_sum_rows`:
 the gradients that reach one input element are added with softrep.sum in the
 row-major order of (n, c, oh, ow[, kh, kw]) -- by output position -- never with
 torch's scatter_add.  The orders are written out in docs/order.md ("Pooling").
@@ -19,11 +20,11 @@ import numbers
 
 import torch
 
+from ...ops import backend, mixed
 from ...ops import elementwise as E
-from ...ops import mixed
 from ...ops import reduction as R
-from ...ops.pooling import max_window_indices
-from .sparse import gather_rows
+from ...ops.pooling import max_windows
+from .sparse import gather_rows, scatter_sum_rows
 
 
 
@@ -91,6 +92,47 @@ def _gather_windows(x, table, fill):
 
 # ----------------------------------------------------------------------------- max_pool2d
 
+class _MaxPool2d(backend.Function):
+    """(values, indices) of the windows of planes x (P, H, W) (softrep.ops.pooling.max_windows).
+    Backward: the gradient of each output goes to its winner, the gradients
+    that reach one element added by `scatter_sum_rows` in output order (a
+    copy when `apart`: windows that do not overlap have different winners).
+    vmap: the samples' planes run as one batch of planes (every window is
+    found alone)."""
+
+    @staticmethod
+    def forward(x, out_size, kernel, stride, padding, dilation, apart):
+        return max_windows(x, out_size, kernel, stride, padding, dilation)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, ctx.apart = inputs[0], inputs[6]
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(output[1])
+        ctx.plane_shape = x.shape
+
+    @staticmethod
+    def backward(ctx, g, _):
+        (idx,) = ctx.saved_tensors
+        P, H, W = ctx.plane_shape
+        if ctx.apart:
+            # every element receives at most one gradient: copies into zeros,
+            # to distinct places (torch's scatter, whose backward is a gather)
+            zeros = torch.zeros((P, H * W), dtype=g.dtype, device=g.device)
+            grad = zeros.scatter(1, idx.reshape(P, -1), g.reshape(P, -1))
+        else:
+            flat = (idx.reshape(P, -1) + (torch.arange(P, device=idx.device) * (H * W))[:, None]).reshape(-1)
+            grad = scatter_sum_rows(g.reshape(-1, 1), flat, P * H * W)
+        return grad.reshape(P, H, W), None, None, None, None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, out_size, kernel, stride, padding, dilation, apart):
+        xb = x.movedim(in_dims[0], 0)
+        B, P = xb.shape[0], xb.shape[1]
+        values, idx = max_windows(xb.reshape(B * P, *xb.shape[2:]), out_size, kernel, stride, padding, dilation)
+        return (values.reshape(B, P, *out_size), idx.reshape(B, P, *out_size)), (0, 0)
+
+
 @mixed.float32_compute("max_pool2d")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Largest element of each window, like torch.nn.functional.max_pool2d.
@@ -116,13 +158,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     N, C, H, W = x.shape
     OH = _out_size(fn, H, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
     OW = _out_size(fn, W, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
-    P = N * C
-    idx = max_window_indices(x.reshape(P, H, W), (OH, OW), kernel, stride, padding, dilation).reshape(P, OH * OW)
-    glob = (idx + (torch.arange(P, device=x.device) * (H * W))[:, None]).reshape(-1)
     # windows that do not overlap have different winners: the backward is a copy
     apart = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
-    out = gather_rows(x.reshape(-1, 1), glob, distinct=apart).reshape(N, C, OH, OW)
-    idx = idx.reshape(N, C, OH, OW)
+    out, idx = _MaxPool2d.apply(x.reshape(N * C, H, W), (OH, OW), tuple(kernel), tuple(stride), tuple(padding),
+                                tuple(dilation), apart)
+    out, idx = out.reshape(N, C, OH, OW), idx.reshape(N, C, OH, OW)
     if squeezed:
         out, idx = out.squeeze(0), idx.squeeze(0)
     return (out, idx) if return_indices else out
