@@ -95,8 +95,9 @@ def _gather_windows(x, table, fill):
 class _MaxPool2d(backend.Function):
     """(values, indices) of the windows of planes x (P, H, W) (softrep.ops.pooling.max_windows).
     Backward: the gradient of each output goes to its winner, the gradients
-    that reach one element added by `scatter_sum_rows` in output order (a
-    copy when `apart`: windows that do not overlap have different winners).
+    that reach one element added by `scatter_sum_rows` in output order; when
+    `apart` (windows that do not overlap have different winners) every
+    element receives at most one, copied by a scatter into zeros.
     vmap: the samples' planes run as one batch of planes (every window is
     found alone)."""
 
