@@ -26,11 +26,9 @@ def canonical_nan(t):
     return t.masked_fill(nan, float("nan")) if bool(nan.any()) else t
 
 
-def _scatter_sum(src, index, num_rows, distinct=False):
+def _scatter_sum(src, index, num_rows):
     """out[r] = sum of src[i] over the i (increasing) with index[i] == r, in the
     documented sum order; +0 where no i lands; index -1 drops the row.
-    `distinct`: the caller knows that every index is a row (none is -1) and
-    no two are equal, so every sum is of one term and the result a copy.
 
     Rows move with index_select and index_copy_, always to distinct places:
     each copy is exact and the result does not depend on their order.
@@ -42,8 +40,6 @@ def _scatter_sum(src, index, num_rows, distinct=False):
     docs/order.md, so a padded row sums to exactly the softrep.sum of its own
     contributions.  The buckets bound the padding to less than twice the data."""
     D = src.shape[1]
-    if distinct:
-        return torch.zeros((num_rows, D), dtype=src.dtype, device=src.device).index_copy_(0, index, src)
     out = scatter.ordered_scatter_sum(src, index, num_rows)  # one kernel, the same sums (CPU)
     if out is not None:
         return out
@@ -90,9 +86,7 @@ def _ceil_log2(n):
     return out
 
 
-def _gather(table, index, fill, distinct=False):
-    if distinct:  # every index is a row
-        return canonical_nan(table.index_select(0, index))
+def _gather(table, index, fill):
     missing = index < 0
     out = table.index_select(0, index.clamp(min=0))
     if bool(missing.any()):
@@ -103,46 +97,43 @@ def _gather(table, index, fill, distinct=False):
 class _GatherRows(backend.Function):
     """table[index] (rows; index -1 gives a row of `fill`), NaN canonical.
     Backward: scatter-sum of the gradient rows to `grad_index` (-1: no gradient).
-    `distinct`: index is grad_index, and its entries are rows, all different.
     vmap: with the table unbatched, the samples' indices are gathered at once
     (a copy is exact); otherwise one call per sample."""
 
     @staticmethod
-    def forward(table, index, grad_index, fill, distinct):
-        return _gather(table, index, fill, distinct)
+    def forward(table, index, grad_index, fill):
+        return _gather(table, index, fill)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        table, _, grad_index, _, ctx.distinct = inputs
+        table, _, grad_index, _ = inputs
         ctx.num_rows = table.shape[0]
         ctx.save_for_backward(grad_index)
 
     @staticmethod
     def backward(ctx, g):
         (grad_index,) = ctx.saved_tensors
-        return scatter_sum_rows(g, grad_index, ctx.num_rows, ctx.distinct), None, None, None, None
+        return scatter_sum_rows(g, grad_index, ctx.num_rows), None, None, None
 
     @staticmethod
-    def vmap(info, in_dims, table, index, grad_index, fill, distinct):
+    def vmap(info, in_dims, table, index, grad_index, fill):
         if in_dims[0] is None and in_dims[1] is not None:
             index = batching.front(index, in_dims[1])
             out = _gather(table, index.reshape(-1), fill)
             return out.reshape(*index.shape, *out.shape[1:]), 0
-        return batching.per_sample(lambda t, i, gi, f, d: _gather(t, i, f, d), info, in_dims, table, index,
-                                   grad_index, fill, distinct)
+        return batching.per_sample(lambda t, i, gi, f: _gather(t, i, f), info, in_dims, table, index,
+                                   grad_index, fill)
 
 
 class _ScatterSumRows(backend.Function):
-    """`distinct`: as `_scatter_sum`'s.  vmap: one call per sample (each
-    sample's rows are summed in its own order)."""
+    """vmap: one call per sample (each sample's rows are summed in its own order)."""
 
     @staticmethod
-    def forward(src, index, num_rows, distinct):
-        return _scatter_sum(src.detach(), index, num_rows, distinct)
+    def forward(src, index, num_rows):
+        return _scatter_sum(src.detach(), index, num_rows)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.distinct = inputs[3]
         ctx.save_for_backward(inputs[1])
 
     @staticmethod
@@ -150,12 +141,12 @@ class _ScatterSumRows(backend.Function):
         (index,) = ctx.saved_tensors
         # src row i went to row index[i]: its gradient is that row's gradient (a gather);
         # a dropped row gets +0
-        return gather_rows(g, index, index, 0.0, ctx.distinct), None, None, None
+        return gather_rows(g, index, index, 0.0), None, None
 
     @staticmethod
-    def vmap(info, in_dims, src, index, num_rows, distinct):
-        return batching.per_sample(lambda s, i, n, d: _scatter_sum(s.detach(), i, n, d), info, in_dims, src, index,
-                                   num_rows, distinct)
+    def vmap(info, in_dims, src, index, num_rows):
+        return batching.per_sample(lambda s, i, n: _scatter_sum(s.detach(), i, n), info, in_dims, src, index,
+                                   num_rows)
 
 
 class _EmbeddingRows(backend.Function):
@@ -191,23 +182,17 @@ class _EmbeddingRows(backend.Function):
                                    grad_index, fill, samples)
 
 
-def gather_rows(table, index, grad_index=None, fill=-0.0, distinct=False):
+def gather_rows(table, index, grad_index=None, fill=-0.0):
     """table (n, D)[index] for an int64 index (m,), with -1 giving a row of `fill`;
     the gradient of table is `scatter_sum_rows(g, grad_index)` (grad_index
-    defaults to index; -1 entries get no gradient).  `distinct`: the caller
-    knows that grad_index is index and holds rows only, no two equal (the
-    winners of non-overlapping windows): the gradient is then a copy."""
-    if distinct and grad_index is not None and grad_index is not index:
-        raise ValueError("softrep.gather_rows: argument 'distinct' needs grad_index to be index")
-    return _GatherRows.apply(table, index, index if grad_index is None else grad_index, fill, bool(distinct))
+    defaults to index; -1 entries get no gradient)."""
+    return _GatherRows.apply(table, index, index if grad_index is None else grad_index, fill)
 
 
-def scatter_sum_rows(src, index, num_rows, distinct=False):
+def scatter_sum_rows(src, index, num_rows):
     """(num_rows, D): row r is the softrep.sum, in source order, of the rows src[i]
-    with index[i] == r (+0 if none; -1 drops a row).  `distinct`: the caller
-    knows that every index is a row and no two are equal (each sum is one
-    term: a copy)."""
-    return _ScatterSumRows.apply(src, index, num_rows, bool(distinct))
+    with index[i] == r (+0 if none; -1 drops a row)."""
+    return _ScatterSumRows.apply(src, index, num_rows)
 
 
 # ----------------------------------------------------------------------------- embedding
