@@ -224,6 +224,85 @@ def test_cross_entropy_bits(reduction, weighted):
     assert same_bits(xr.grad, ref_cross_entropy_grad(x, target, weight, ignore, reduction))
 
 
+def separate_cross_entropy(monkeypatch, *args, **kwargs):
+    """cross_entropy by its separate ops (log_softmax, then nll_loss's), with
+    the one-kernel path switched off."""
+    with monkeypatch.context() as m:
+        m.setattr(softrep.ops.softmax, "light_cross_entropy_dtype", lambda x, target: None)
+        return F.cross_entropy(*args, **kwargs)
+
+
+def counting_kernel(monkeypatch):
+    """Counts the calls of the one-kernel cross-entropy (forward, backward)."""
+    calls = [0, 0]
+    forward, backward = softrep.cpu.softmax.cross_entropy, softrep.cpu.softmax.cross_entropy_grad
+
+    def counted(i, kernel):
+        def run(*args):
+            calls[i] += 1
+            return kernel(*args)
+        return run
+
+    monkeypatch.setattr(softrep.cpu.softmax, "cross_entropy", counted(0, forward))
+    monkeypatch.setattr(softrep.cpu.softmax, "cross_entropy_grad", counted(1, backward))
+    return calls
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (1, 2, 127, 129, 1000))
+def test_cross_entropy_one_kernel_matches_separate_ops(monkeypatch, n, dtype):
+    # every special row of `rows`, ignored targets among them, several
+    # levels of the batch tree (35 positions), loss gradients other than 1
+    x = torch.cat([rows(n, dtype), rows(n, dtype, 3)[:17]])
+    target = torch.from_numpy(np.random.Generator(np.random.PCG64(n)).integers(0, n, x.shape[0]))
+    target[[5, 20]] = -100
+    calls = counting_kernel(monkeypatch)
+    for reduction in ("mean", "sum"):
+        for g in (1.0, -0.0, 3.0e-39 if dtype == torch.float32 else 5e-310, float("nan")):
+            xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+            la = F.cross_entropy(xa, target, reduction=reduction)
+            lb = separate_cross_entropy(monkeypatch, xb, target, reduction=reduction)
+            grad = torch.tensor(g, dtype=dtype)
+            la.backward(grad)
+            lb.backward(grad)
+            assert same_bits(la, lb)
+            assert same_bits(xa.grad, xb.grad)
+    assert calls == [8, 8]
+    # every target ignored: 'mean' divides +0 by 0 (NaN), 'sum' is +0
+    ignored = torch.full_like(target, 7)
+    for reduction in ("mean", "sum"):
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        la = F.cross_entropy(xa, ignored, ignore_index=7, reduction=reduction)
+        lb = separate_cross_entropy(monkeypatch, xb, ignored, ignore_index=7, reduction=reduction)
+        la.backward()
+        lb.backward()
+        assert same_bits(la, lb) and same_bits(xa.grad, xb.grad)
+
+
+def test_cross_entropy_one_kernel_errors_and_graphs(monkeypatch):
+    calls = counting_kernel(monkeypatch)
+    x = rows(7, torch.float64)[:6].clone()
+    target = torch.tensor([0, 1, 6, 7, -100, 2])
+    with pytest.raises(IndexError, match=r"argument 'target' holds 7, out of bounds for 7 classes "
+                                         r"\(and not ignore_index=-100\)"):
+        F.cross_entropy(x, target)
+    assert calls[0] == 1
+    with pytest.raises(IndexError, match="holds 7, out of bounds"):
+        separate_cross_entropy(monkeypatch, x, target)
+    target[3] = 3
+    x = torch.randn(6, 7, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: F.cross_entropy(t, target), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: F.cross_entropy(t, target, reduction="sum"), (x,))
+    # a graph of the backward: the separate ops' gradient, the same bits as without one
+    (first,) = torch.autograd.grad(F.cross_entropy(x, target), x, create_graph=True)
+    (plain,) = torch.autograd.grad(F.cross_entropy(x, target), x)
+    assert first.requires_grad and same_bits(first, plain)
+    # without autograd, and a float32 input that does not require grad
+    with torch.no_grad():
+        assert same_bits(F.cross_entropy(x, target), separate_cross_entropy(monkeypatch, x, target))
+    assert calls[0] >= 4
+
+
 # ------------------------------------------------------------- the CUDA simulator
 
 @pytest.mark.simulator
@@ -239,6 +318,12 @@ def test_simulator_matches_cpu(backend):
                 out = fn(xr, 1)
                 out.backward(g)
                 res += [out, xr.grad]
+            # cross-entropy: one kernel on the CPU, the separate ops on CUDA
+            xr = x.clone().requires_grad_()
+            target = torch.arange(x.shape[0]) % x.shape[1]
+            loss = F.cross_entropy(xr, target)
+            loss.backward()
+            res += [loss, xr.grad]
         return res
 
     backend("cuda")
@@ -247,7 +332,7 @@ def test_simulator_matches_cpu(backend):
     cpu = results()
     for s, c in zip(sim, cpu):
         assert same_bits(s.cpu(), c)
-    for (x, g), k in zip(cases, range(0, len(cpu), 4)):
+    for (x, g), k in zip(cases, range(0, len(cpu), 6)):
         with torch.no_grad():
             assert same_bits(cpu[k], ref_softmax(x, 1))
             assert same_bits(cpu[k + 2], ref_log_softmax(x, 1))

@@ -8,6 +8,11 @@ Along one row x[0:n] (n >= 1), the separate ops compute
     softmax backward:      dx = mul(out, sub(g, sum(mul(g, out))))
     log_softmax backward:  dx = sub(g, mul(exp(out), sum(g)))
 
+and cross-entropy with class-index targets is log_softmax followed by the
+negative log likelihood (docs/order.md, "Losses"): loss = neg(logp[t]), +0
+where the target is ignored; its gradient with respect to logp is a row of
++0 holding the loss's coefficient at t, which log_softmax's backward takes.
+
 each step one IEEE operation rounded to nearest (exp and log correctly
 rounded), each sum in the documented order (softrep.algorithms.reduction).
 The row functions below compute exactly these values in a few passes over
@@ -32,7 +37,7 @@ import numpy as np
 from numba.core import types as _types
 
 from ..primitives.jit import by_type
-from ..primitives.rounding import canonical, div_rn, jitable, mul_rn, sub_rn
+from ..primitives.rounding import canonical, div_rn, jitable, mul_rn, negate, sub_rn, zero
 from .math.exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .math.log import log_f32, log_f64
 from .reduction import key_value, narrow_key, row_sum, widen_key
@@ -136,3 +141,44 @@ def log_softmax_grad_row(dx, g, out, partials):
             r, ok = exp_decide(out[k])
             if not ok:
                 dx[k] = canonical(sub_rn(g[k], mul_rn(exp_rn(out[k]), s)))
+
+
+@jitable
+def nll_of_row(logp, t, kept):
+    """The loss of one position: neg(logp[t]), the exact sign change stored with
+    the canonical NaN as the elementwise op stores it; +0 where the target is
+    ignored (not kept), as the selection into zeros gives."""
+    if not kept:
+        return zero(logp[0])
+    return canonical(negate(logp[t]))
+
+
+@jitable
+def nll_grad_row(dx, grow, logp, t, kept, coef, partials):
+    """log_softmax's input gradient of one row whose output gradient is the
+    nll's: +0 at every class and `coef` at class t (+0 everywhere where the
+    target is ignored).  `grow` (the row's length) receives that gradient row,
+    which `log_softmax_grad_row` then reads as the separate ops would: its sum
+    in the documented order over every class, zeros included."""
+    n = grow.shape[0]
+    for k in range(np.uint64(0), np.uint64(n)):
+        grow[k] = zero(coef)
+    if kept:
+        grow[t] = coef
+    log_softmax_grad_row(dx, grow, logp, partials)
+
+
+@jitable
+def nll_mean(total_loss, kept_count):
+    """'mean': div(sum of the losses, number of kept positions), rounded once
+    (the count is an integer the dtype holds exactly), NaN canonical."""
+    return canonical(div_rn(total_loss, kept_count))
+
+
+@jitable
+def nll_coef(g, kept_count, mean):
+    """The loss gradient's coefficient at each kept target: neg(div(g, count))
+    for 'mean', neg(g) for 'sum', each op's result stored canonical."""
+    if mean:
+        return canonical(negate(canonical(div_rn(g, kept_count))))
+    return canonical(negate(g))

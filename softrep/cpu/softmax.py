@@ -7,10 +7,16 @@ algorithm's row function (its sums in the documented order of its own
 length), so neither the split nor the thread count changes a bit.
 """
 
-from numba import njit, prange, types
+import numba
+import numpy as np
+from numba import carray, njit, prange, types
 
-from ..algorithms.softmax import log_softmax_grad_row, log_softmax_row, softmax_grad_row, softmax_row
-from .launch import kernel, prefer_host_vectors
+from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
+from ..algorithms.reduction import BLOCK
+from ..algorithms.softmax import (log_softmax_grad_row, log_softmax_row, nll_coef, nll_grad_row, nll_mean, nll_of_row,
+                                  softmax_grad_row, softmax_row)
+from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
+from .launch import address_as_pointer, kernel, prefer_host_vectors
 
 _FLOATS = (types.float32, types.float64)
 _I = types.int64
@@ -96,3 +102,127 @@ def log_backward(dx, partials, g, out):
     rows = g.shape[0]
     for w in prange(_items(rows)):
         _log_backward_rows(dx, partials, g, out, w * ROWS_PER_ITEM, min(rows, w * ROWS_PER_ITEM + ROWS_PER_ITEM))
+
+
+# ------------------------------------------------------------------ cross-entropy through addresses
+#
+# cross_entropy of (N, C) logits at int64 class indices, reduction 'mean' or
+# 'sum', through the tensors' addresses (the light path of
+# softrep/cpu/launch.py): each row's log_softmax and loss by the row
+# functions, the rows split into `items` runs (one thread's each; every row
+# is computed alone, so the split changes no bit), then the losses added
+# along the batch tree in position order (the bits of `tree_sum` over the
+# per-position losses) and the mean.  The backward builds each row's nll
+# gradient and runs log_softmax's backward on it.  The same roundings in the
+# same order as the separate ops, so the same bits.
+
+
+@njit(cache=True, error_model="numpy")
+def _cross_entropy_rows(losses, lp, a, t, r0, r1, classes, ignore):
+    prefer_host_vectors()
+    partials = np.empty((classes + BLOCK - 1) // BLOCK, lp.dtype)
+    for i in range(r0, r1):
+        row = lp[i * classes:(i + 1) * classes]
+        log_softmax_row(row, a[i * classes:(i + 1) * classes], partials)
+        losses[i] = nll_of_row(row, max(t[i], 0), t[i] != ignore)
+
+
+@njit(cache=True, error_model="numpy")
+def _cross_entropy_grad_rows(d, lp, t, coef, r0, r1, classes, ignore):
+    prefer_host_vectors()
+    partials = np.empty((classes + BLOCK - 1) // BLOCK, lp.dtype)
+    grow = np.empty(classes, lp.dtype)
+    for i in range(r0, r1):
+        nll_grad_row(d[i * classes:(i + 1) * classes], grow, lp[i * classes:(i + 1) * classes], max(t[i], 0),
+                     t[i] != ignore, coef, partials)
+
+
+def _cross_entropy_kernels(dtype):
+    def forward(loss, logp, x, target, info, rows, classes, ignore, mean, slots, items, mask):
+        # info[0]: the first position whose target is neither a class nor
+        # `ignore` (-1: none); info[1]: the number of kept positions.
+        old = enter_ieee(mask)
+        out = carray(address_as_pointer(loss), 1, dtype)
+        lp = carray(address_as_pointer(logp), rows * classes, dtype)
+        a = carray(address_as_pointer(x), rows * classes, dtype)
+        t = carray(address_as_pointer(target), rows, np.int64)
+        status = carray(address_as_pointer(info), 2, np.int64)
+        status[0] = -1
+        kept = 0
+        for i in range(rows):
+            if t[i] != ignore:
+                if t[i] < 0 or t[i] >= classes:
+                    status[0] = i
+                    leave_ieee(old)
+                    return
+                kept += 1
+        status[1] = kept
+        losses = np.empty(rows, dtype)
+        if items == 1:
+            _cross_entropy_rows(losses, lp, a, t, 0, rows, classes, ignore)
+        else:
+            step = (rows + items - 1) // items
+            for w in prange(items):
+                _cross_entropy_rows(losses, lp, a, t, w * step, min(rows, w * step + step), classes, ignore)
+        stack = np.empty(slots, dtype)
+        count = 0
+        for i in range(rows):
+            stack[tree_slot(count)] = losses[i]
+            count = tree_carry(stack, 1, count, 1)
+        if count > 1:  # a single position is its own node: passed on as it is
+            tree_finish(stack, 1, count, 1)
+        out[0] = nll_mean(stack[0], dtype(kept)) if mean else stack[0]
+        leave_ieee(old)
+
+    def backward(dx, logp, target, grad, rows, classes, ignore, kept, mean, items, mask):
+        old = enter_ieee(mask)
+        d = carray(address_as_pointer(dx), rows * classes, dtype)
+        lp = carray(address_as_pointer(logp), rows * classes, dtype)
+        t = carray(address_as_pointer(target), rows, np.int64)
+        g = carray(address_as_pointer(grad), 1, dtype)
+        coef = nll_coef(g[0], dtype(kept), mean)
+        if items == 1:
+            _cross_entropy_grad_rows(d, lp, t, coef, 0, rows, classes, ignore)
+        else:
+            step = (rows + items - 1) // items
+            for w in prange(items):
+                _cross_entropy_grad_rows(d, lp, t, coef, w * step, min(rows, w * step + step), classes, ignore)
+        leave_ieee(old)
+
+    name = np.dtype(dtype).name
+    address = types.intp
+    return (kernel(f"softmax.cross_entropy.{name}", (address,) * 5 + (_I,) * 7)(
+                njit(parallel=True, cache=True, error_model="numpy")(forward)),
+            kernel(f"softmax.cross_entropy_grad.{name}", (address,) * 4 + (_I,) * 7)(
+                njit(parallel=True, cache=True, error_model="numpy")(backward)))
+
+
+_CROSS_ENTROPY = {np.dtype(t): _cross_entropy_kernels(t) for t in (np.float32, np.float64)}
+
+# Rows of at most this many elements in all run on the calling thread: a
+# parallel launch costs more than they do.
+CROSS_ENTROPY_SERIAL_ELEMENTS = 1 << 13
+
+
+def _thread_runs(rows, classes):
+    return 1 if rows * classes <= CROSS_ENTROPY_SERIAL_ELEMENTS else max(1, min(rows, numba.get_num_threads()))
+
+
+def cross_entropy(dtype, loss, logp, x, target, info, rows, classes, ignore, mean):
+    """loss (one element) = cross-entropy of the rows x (rows, classes >= 1;
+    rows >= 1) at `target` (int64, `ignore` for an ignored position), the
+    mean over the kept positions or (mean False) their sum; logp receives
+    log_softmax(x).  info (two int64): the first position whose target is
+    out of range (-1 if none; nothing else is then written), and the number
+    of kept positions.  C-contiguous buffers of numpy dtype `dtype` given by
+    their addresses."""
+    _CROSS_ENTROPY[dtype][0](loss, logp, x, target, info, rows, classes, ignore, mean, tree_slots(rows),
+                             _thread_runs(rows, classes), CONTROL_MASK)
+
+
+def cross_entropy_grad(dtype, dx, logp, target, grad, rows, classes, ignore, kept, mean):
+    """dx (rows, classes) = the gradient of `cross_entropy`'s loss with respect
+    to its x, for the loss gradient `grad` (one element), given the forward's
+    logp and `kept` (info[1])."""
+    _CROSS_ENTROPY[dtype][1](dx, logp, target, grad, rows, classes, ignore, kept, mean, _thread_runs(rows, classes),
+                             CONTROL_MASK)

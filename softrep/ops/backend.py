@@ -86,19 +86,21 @@ def selected(backend):
             os.environ["SOFTREP_BACKEND"] = old
 
 
-def light_dtype(tensors, same_shape=True, transposed=False):
+def light_dtype(tensors, same_shape=True, transposed=False, own_function=False):
     """The numpy dtype of `tensors` when an op on them may take the light CPU
     path, else None.  The light path skips the autograd Function, the
     broadcasting and the conversion to numpy: it needs plain CPU tensors of
     one float dtype and (with `same_shape`) one shape, C-contiguous (or, with
     `transposed`, the transpose of their last two dims C-contiguous), with no
     gradient to record (none requires one, or grad mode is off), no torch.func
-    transform active, and the CPU backend."""
+    transform active, and the CPU backend.  `own_function`: the caller runs
+    the kernel inside its own autograd Function, which records the gradient,
+    so tensors requiring one are accepted."""
     first = tensors[0]
     if type(first) not in _PLAIN_TENSORS:
         return None
     dtype = _NUMPY_DTYPES.get(first.dtype)
-    grad = torch.is_grad_enabled()
+    grad = torch.is_grad_enabled() and not own_function
     if dtype is None or not first.is_cpu or not _laid_out(first, transposed) or (grad and first.requires_grad):
         return None
     if len(tensors) > 1:

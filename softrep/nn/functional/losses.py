@@ -21,6 +21,7 @@ from ...ops import backend, batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops import math as M
 from ...ops import reduction as R
+from ...ops import softmax as S
 from ...ops.validate import broadcast_shapes
 from .activations import log_softmax
 
@@ -104,13 +105,17 @@ def _ignore_index(fn, ignore_index):
     return int(ignore_index)
 
 
+def _target_out_of_bounds(fn, value, classes, ignore_index):
+    raise IndexError(f"softrep.{fn}: argument 'target' holds {value}, out of bounds for "
+                     f"{classes} classes (and not ignore_index={ignore_index})")
+
+
 def _targets(target, weight, ignore_index, classes, dtype, fn):
     target = target.long()
     kept = target != ignore_index
     bad = kept & ((target < 0) | (target >= classes))
     if bool(bad.any()):
-        raise IndexError(f"softrep.{fn}: argument 'target' holds {int(target[bad][0])}, out of bounds for "
-                         f"{classes} classes (and not ignore_index={ignore_index})")
+        _target_out_of_bounds(fn, int(target[bad][0]), classes, ignore_index)
     index = torch.where(kept, target, torch.zeros_like(target))
     zero = torch.zeros((), dtype=dtype, device=target.device)
     if weight is None:
@@ -277,6 +282,55 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return _cross_entropy_probs(fn, input, target, weight, ignore_index, reduction, smoothing)
     class_dim = _class_layout(fn, input, target)
     _check_class_weight(fn, weight, input, class_dim)
+    if weight is None and smoothing == 0.0 and reduction != "none" and batchtree.current() is None \
+            and _INT64_MIN <= ignore_index <= _INT64_MAX and input.shape[0] <= _EXACT_COUNT.get(input.dtype, 0):
+        # (the count of kept positions, the mean's divisor, is then exact in the dtype)
+        dtype = S.light_cross_entropy_dtype(input, target)
+        if dtype is not None:
+            return backend.call(_CrossEntropyRows, input, target, ignore_index, reduction, dtype)[0]
+    return _cross_entropy_ops(fn, input, target, weight, ignore_index, reduction, smoothing, class_dim)
+
+
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+
+
+class _CrossEntropyRows(backend.Function):
+    """cross_entropy of (N, C) logits at class indices, 'mean' or 'sum', without
+    class weights, label smoothing or a split batch, as one kernel each way
+    (softrep.ops.softmax.cross_entropy_rows): log_softmax and nll_loss's ops,
+    the same roundings in the same order, so the bits of the separate ops.
+    Outputs (loss, logp, kept count); logp is not differentiable.  With a graph
+    of the backward (create_graph) the backward differentiates the separate
+    ops instead."""
+
+    @staticmethod
+    def forward(x, target, ignore_index, reduction, dtype):
+        loss, logp, first_bad, kept = S.cross_entropy_rows(dtype, x, target, ignore_index, reduction == "mean")
+        if first_bad >= 0:
+            _target_out_of_bounds("cross_entropy", int(target[first_bad]), x.shape[1], ignore_index)
+        return loss, logp, kept
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, target, ctx.ignore_index, ctx.reduction, ctx.dtype = inputs
+        _, logp, ctx.kept = output
+        ctx.mark_non_differentiable(logp)
+        ctx.save_for_backward(x, target, logp)
+
+    @staticmethod
+    def backward(ctx, g, *unused):
+        x, target, logp = ctx.saved_tensors
+        if torch.is_grad_enabled():  # a graph of the backward: the separate ops record it
+            with torch.enable_grad():
+                loss = _cross_entropy_ops("cross_entropy", x, target, None, ctx.ignore_index, ctx.reduction, 0.0, 1)
+            return torch.autograd.grad(loss, x, g, create_graph=True)[0], None, None, None, None
+        dx = S.cross_entropy_grad_rows(ctx.dtype, logp, target, g, ctx.ignore_index, ctx.kept,
+                                       ctx.reduction == "mean")
+        return dx, None, None, None, None
+
+
+def _cross_entropy_ops(fn, input, target, weight, ignore_index, reduction, smoothing, class_dim):
+    """cross_entropy with class-index targets as its separate ops."""
     logp = log_softmax(input, class_dim)
     # with label smoothing the loss is two batch totals, so neither is reported as the loss
     nll, kept, w_t = _nll(fn, logp, target, weight, ignore_index, reduction, class_dim,
