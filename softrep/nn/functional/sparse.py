@@ -16,6 +16,7 @@ any order are made of softrep ops.
 
 import torch
 
+from ...cpu import embedding as cpu_embedding
 from ...ops import backend, batching, batchtree, mixed, scatter
 from ...ops import reduction as R
 
@@ -153,12 +154,14 @@ class _EmbeddingRows(backend.Function):
     """weight[index] for an index of `samples` equal runs (dim 0 of embedding's
     input, the sample dim).  Backward: per sample, each row's gradient rows in
     source order (`scatter_sum_rows`, +0 for a row the sample does not use),
-    then the batch tree over the samples (docs/order.md, "The batch order").
-    vmap: one call per sample."""
+    then the batch tree over the samples (docs/order.md, "The batch order");
+    for a whole batch with nothing to record, one serial kernel computes the
+    same sums (`_light_table_grad`).  vmap: one call per sample."""
 
     @staticmethod
     def forward(table, index, grad_index, fill, samples):
-        return _gather(table, index, fill)
+        dtype = _light_dtype(table, index)
+        return _gather(table, index, fill) if dtype is None else _light_rows(dtype, table, index)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -169,6 +172,9 @@ class _EmbeddingRows(backend.Function):
     @staticmethod
     def backward(ctx, g):
         (grad_index,) = ctx.saved_tensors
+        grad = _light_table_grad(g, grad_index, ctx.table, ctx.samples)
+        if grad is not None:
+            return grad, None, None, None, None
         rows, samples = ctx.table.shape[0], ctx.samples
         per = grad_index.numel() // samples if samples else 0
         sample = torch.arange(samples, device=grad_index.device).repeat_interleave(per)
@@ -180,6 +186,54 @@ class _EmbeddingRows(backend.Function):
     def vmap(info, in_dims, table, index, grad_index, fill, samples):
         return batching.per_sample(lambda t, i, gi, f, n: _gather(t, i, f), info, in_dims, table, index,
                                    grad_index, fill, samples)
+
+
+def _light_dtype(table, index):
+    """The numpy dtype of `table` when the serial embedding kernels
+    (softrep/cpu/embedding.py) may read table and index by their addresses:
+    `backend.light_dtype`'s plain, C-contiguous CPU float table (whether or
+    not it requires grad), an int64 C-contiguous CPU index, and at most
+    SERIAL_ROWS_MAX elements copied; else None."""
+    if (type(index) is not torch.Tensor or index.dtype != torch.int64 or not index.is_cpu
+            or not index.is_contiguous() or index.numel() * table.shape[1] > cpu_embedding.SERIAL_ROWS_MAX):
+        return None
+    return backend.light_dtype((table.detach(),))
+
+
+def _light_rows(dtype, table, index):
+    """table[index] by `serial_rows`, the bits of `_gather` (a copy, every NaN
+    the canonical NaN); an index outside [0, num_embeddings) raises
+    embedding's IndexError."""
+    out = torch.empty((index.numel(), table.shape[1]), dtype=table.dtype)
+    bad = cpu_embedding.serial_rows(dtype, out.data_ptr(), table.data_ptr(), index.data_ptr(), index.numel(),
+                                    table.shape[0], table.shape[1])
+    if bad >= 0:
+        _check_index(index, table.shape[0])
+    return out
+
+
+def _light_table_grad(g, grad_index, table, samples):
+    """`_EmbeddingRows`' gradient of the table by `serial_table_grad`, or None
+    where that kernel does not run: a batch slice, a graph to record
+    (create_graph), a torch.func transform, tensors not plain CPU ones, the
+    CUDA backend, more than SERIAL_GRAD_MAX elements of partials and gradient
+    rows.  The kernel adds what `scatter_sum_rows` and `tree_sum` add, in the
+    same order, with the same canonical NaNs and the same copied single rows:
+    the same bits."""
+    rows, width = table.shape
+    if (batchtree.current() is not None or torch.is_grad_enabled()
+            or (samples * rows + grad_index.numel()) * width > cpu_embedding.SERIAL_GRAD_MAX):
+        return None
+    g = g.contiguous()
+    dtype = backend.light_dtype((g,))
+    if dtype is None:
+        return None
+    out = torch.empty((rows, width), dtype=g.dtype)
+    per = grad_index.numel() // samples if samples else 0
+    if cpu_embedding.serial_table_grad(dtype, out.data_ptr(), g.data_ptr(), grad_index.data_ptr(), samples, per,
+                                       rows, width) >= 0:
+        raise IndexError("softrep.embedding: a saved index names a row outside [-1, num_embeddings)")
+    return out
 
 
 def gather_rows(table, index, grad_index=None, fill=-0.0):
@@ -274,12 +328,23 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             raise ValueError(f"softrep.embedding: argument 'padding_idx' is {padding_idx}, must be within "
                              f"[{-n}, {n - 1}] for num_embeddings={n}")
         padding_idx %= n
-    index = _CheckedIndex.apply(input.reshape(-1).to(torch.int64), n)
-    grad_index = index if padding_idx is None else index.masked_fill(index == padding_idx, -1)
-    samples = input.shape[0] if input.dim() >= 2 else 1
+    index = input.reshape(-1).to(torch.int64)
+    dtype = _light_dtype(weight, index)
+    if dtype is None:
+        index = _CheckedIndex.apply(index, n)
     batch_slice = batchtree.current()
     if batch_slice is not None and input.dim() >= 2:
         batch_slice.check_rows("embedding", "input", input)
+    if dtype is not None and not backend.records(weight):
+        # nothing to record: the kernel checks the index as it copies
+        return _light_rows(dtype, weight, index).reshape(*input.shape, weight.shape[1])
+    # with the kernels, _EmbeddingRows' forward checks the index as it copies;
+    # the saved index is a copy of the input's either way
+    if padding_idx is not None:
+        grad_index = index.masked_fill(index == padding_idx, -1)
+    else:
+        grad_index = index if dtype is None else index.clone()
+    samples = input.shape[0] if input.dim() >= 2 else 1
     out = _EmbeddingRows.apply(weight, index, grad_index, 0.0, samples)
     return out.reshape(*input.shape, weight.shape[1])
 
