@@ -18,7 +18,7 @@ import numpy as np
 from .math.cos import cos_f32
 from .math.log import log_f32
 from ..primitives.philox import element_words
-from ..primitives.rounding import fabs, jitable, mul_rn, sqrt_rn
+from ..primitives.rounding import canonical, fabs, jitable, mul_rn, sqrt_rn, zero
 
 TWO_F32 = np.float32(2.0)
 TWO_PI_F32 = np.float32(2.0 * np.pi)  # 2 pi rounded to nearest float32
@@ -94,3 +94,16 @@ def rand_f64_element(key, offset, i):
 def randn_f32_element(key, offset, i):
     w0, w1, w2, w3 = element_words(key, offset, np.uint64(i))
     return normal_f32(w0, w1)
+
+
+@jitable
+def dropout_noise(u, keep, scale):
+    """Dropout's multiplier of an element with uniform draw u: `scale` where
+    u < keep (the bernoulli draw's exact comparison), +0 where dropped."""
+    return scale if u < keep else zero(scale)
+
+
+@jitable
+def dropout_product(x, noise):
+    """mul_rn(x, noise), stored as `mul` stores it (canonical NaN)."""
+    return canonical(mul_rn(x, noise))

@@ -3,7 +3,8 @@
 from numba import cuda
 
 from ..primitives.jit import SIMULATOR
-from ..algorithms.random import key_offset, rand_f32_element, rand_f64_element, randn_f32_element
+from ..algorithms.random import (dropout_noise, dropout_product, key_offset, rand_f32_element, rand_f64_element,
+                                 randn_f32_element)
 from .launch import grid
 
 
@@ -31,6 +32,26 @@ def _randn_f32_kernel(out, key_lo, key_hi, off_lo, off_hi):
         out[i] = randn_f32_element(key, offset, i)
 
 
+@cuda.jit(cache=not SIMULATOR)
+def _dropout_f32_kernel(out, noise, x, key_lo, key_hi, off_lo, off_hi, first, shift, uscale, keep, scale):
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, out.size, step):
+        multiplier = dropout_noise(rand_f32_element(key, offset, first + i, shift, uscale), keep, scale)
+        noise[i] = multiplier
+        out[i] = dropout_product(x[i], multiplier)
+
+
+@cuda.jit(cache=not SIMULATOR)
+def _dropout_f64_kernel(out, noise, x, key_lo, key_hi, off_lo, off_hi, first, keep, scale):
+    key, offset = key_offset(key_lo, key_hi, off_lo, off_hi)
+    start, step = cuda.grid(1), cuda.gridsize(1)
+    for i in range(start, out.size, step):
+        multiplier = dropout_noise(rand_f64_element(key, offset, first + i), keep, scale)
+        noise[i] = multiplier
+        out[i] = dropout_product(x[i], multiplier)
+
+
 def rand_f32(stream, out, key_lo, key_hi, off_lo, off_hi, first, shift, scale):
     blocks, threads = grid(out.size)
     _rand_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi, first, shift, scale)
@@ -46,6 +67,17 @@ def randn_f32(stream, out, key_lo, key_hi, off_lo, off_hi):
     _randn_f32_kernel[blocks, threads, stream](out, key_lo, key_hi, off_lo, off_hi)
 
 
+def dropout_f32(stream, out, noise, x, key_lo, key_hi, off_lo, off_hi, first, shift, uscale, keep, scale):
+    blocks, threads = grid(out.size)
+    _dropout_f32_kernel[blocks, threads, stream](out, noise, x, key_lo, key_hi, off_lo, off_hi, first, shift, uscale,
+                                                 keep, scale)
+
+
+def dropout_f64(stream, out, noise, x, key_lo, key_hi, off_lo, off_hi, first, keep, scale):
+    blocks, threads = grid(out.size)
+    _dropout_f64_kernel[blocks, threads, stream](out, noise, x, key_lo, key_hi, off_lo, off_hi, first, keep, scale)
+
+
 def _register_audit():
     from numba.core import types
 
@@ -57,6 +89,11 @@ def _register_audit():
                                                                                   types.float32)))
     audit.register("random_ops.rand_f64", lambda: (
         _rand_f64_kernel.py_func, (types.Array(types.float64, 1, "C"),) + i64 + (types.int64,)))
+    f32, f64 = types.Array(types.float32, 1, "C"), types.Array(types.float64, 1, "C")
+    audit.register("random_ops.dropout_f32", lambda: (
+        _dropout_f32_kernel.py_func, (f32,) * 3 + i64 + (types.int64, types.int64) + (types.float32,) * 3))
+    audit.register("random_ops.dropout_f64", lambda: (
+        _dropout_f64_kernel.py_func, (f64,) * 3 + i64 + (types.int64,) + (types.float64,) * 2))
     audit.register("random_ops.randn_f32", lambda: (
         _randn_f32_kernel.py_func, (types.Array(types.float32, 1, "C"),) + i64))
 

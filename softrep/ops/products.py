@@ -156,7 +156,7 @@ def tree_product(at, b, ranges):
         if dtype is not None:  # on the calling thread, through addresses
             cpu_linalg.serial_tree_product(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
                                            counts.data_ptr(), len(ranges), samples, groups, k_count, m, n,
-                                           tree_slots(counts.numpy()))
+                                           tree_slots(max(c for _, c in ranges)))
             return out
     dims = index_table([samples, groups, k_count, m, n], at.device)
     if backend.on_cpu_launcher(at, b):

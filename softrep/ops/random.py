@@ -184,6 +184,36 @@ def bernoulli_slice_mask(like, p, first, generator=None):
     return u < prob
 
 
+def dropout_draw(x, keep, scale, first, generator=None):
+    """(out, noise) for a float32/float64 x: noise[i] = `scale` where element
+    first + i of a `bernoulli_slice_mask` draw at probability `keep` is kept,
+    +0 where it is dropped; out = mul_rn(x, noise) (canonical NaN).  `keep`
+    and `scale` are Python floats holding values of x's dtype.  One offset of
+    the generator, as the mask alone takes; one kernel instead of the draw,
+    the comparison, the selection and the product."""
+    from ..cpu import random_ops as cpu_ops
+    from ..cuda import random_ops as cuda_ops
+
+    gen = resolve("dropout", generator)
+    offset = gen.next_offset()
+    x = x.detach().contiguous()
+    out, noise = torch.empty_like(x), torch.empty_like(x)
+    if x.numel() == 0:
+        return out, noise
+    key_lo, key_hi = split64(gen.seed)
+    off_lo, off_hi = split64(offset)
+    arrays = [out.view(-1), noise.view(-1)], [x.view(-1)]
+    if x.dtype == torch.float64:
+        backend.execute(cpu_ops.dropout_f64, cuda_ops.dropout_f64, *arrays, key_lo, key_hi, off_lo, off_hi,
+                        int(first), np.float64(keep), np.float64(scale))
+    else:
+        bits = _UNIFORM_BITS[torch.float32]
+        f32 = np.float32
+        backend.execute(cpu_ops.dropout_f32, cuda_ops.dropout_f32, *arrays, key_lo, key_hi, off_lo, off_hi,
+                        int(first), 32 - bits, f32(2.0**-bits), f32(keep), f32(scale))
+    return out, noise
+
+
 # ----------------------------------------------------------------------------- in-place fills
 # The draws behind torch's in-place initialisers (nn.init, Tensor.uniform_ ...),
 # on softrep's stream: one offset per call, like the functions above.

@@ -17,7 +17,7 @@ import torch
 from ...ops import backend, batching, batchtree, mixed
 from ...ops import elementwise as E
 from ...ops.generator import check_generator, resolve
-from ...ops.random import bernoulli_slice_mask
+from ...ops.random import bernoulli_slice_mask, dropout_draw
 
 
 def dropout_scale(p, dtype):
@@ -36,18 +36,24 @@ def _scale_to_read(p, dtype):
     return dropout_scale(p, dtype) if backend.transforms_active() else _cached_scale(p, dtype)
 
 
+def _first_draw(input):
+    """The position in the draw of input's first element: 0, or in a split
+    batch (softrep.distributed) that of the slice's first sample, dim 0 being
+    the sample dim (sample s of the global batch has the mask of elements
+    s*m .. s*m + m - 1, m elements per sample)."""
+    batch_slice = batchtree.current()
+    if batch_slice is None or input.dim() == 0:
+        return 0
+    batch_slice.check_rows("dropout", "input", input)
+    return batch_slice.offset * (input.numel() // input.shape[0] if input.shape[0] else 0)
+
+
 def dropout_noise(input, p, generator=None):
     """The multiplier of one dropout call: scale where kept, +0 where dropped
     (one draw from `generator`, or from the default generator).  In a split
     batch (softrep.distributed) dim 0 is the sample dim and the slice's
-    elements take the draws of their global positions: sample s of the global
-    batch has the mask of elements s*m .. s*m + m - 1 (m elements per sample)."""
-    first = 0
-    batch_slice = batchtree.current()
-    if batch_slice is not None and input.dim() > 0:
-        batch_slice.check_rows("dropout", "input", input)
-        first = batch_slice.offset * (input.numel() // input.shape[0] if input.shape[0] else 0)
-    keep = bernoulli_slice_mask(input.detach(), 1.0 - p, first, generator=generator)
+    elements take the draws of their global positions (`_first_draw`)."""
+    keep = bernoulli_slice_mask(input.detach(), 1.0 - p, _first_draw(input), generator=generator)
     scale = _scale_to_read(p, input.dtype).to(input.device)
     return torch.where(keep, scale, torch.zeros((), dtype=input.dtype, device=input.device))
 
@@ -68,6 +74,34 @@ class _DropoutNoise(backend.Function):
     @staticmethod
     def backward(ctx, g):
         return None, None, None
+
+    @staticmethod
+    def vmap(info, in_dims, input, p, generator):
+        batching.no_randomness("dropout", info)
+
+
+class _Dropout(backend.Function):
+    """mul(input, dropout_noise(input, p)) for a float32/float64 input, the
+    draw, the mask and the product in one kernel (`dropout_draw`): the same
+    draw and the same mul_rn, so the same bits.  Outputs (out, noise), the
+    noise not differentiable.  Backward: mul(g, noise), mul's gradient.
+    vmap refuses, as `_DropoutNoise`."""
+
+    @staticmethod
+    def forward(input, p, generator):
+        keep = float(torch.tensor(1.0 - p, dtype=input.dtype))  # as bernoulli rounds its probability
+        scale = float(_scale_to_read(p, input.dtype))
+        return dropout_draw(input, keep, scale, _first_draw(input), generator)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(output[1])
+
+    @staticmethod
+    def backward(ctx, g, _):
+        (noise,) = ctx.saved_tensors
+        return E.mul(g, noise), None, None
 
     @staticmethod
     def vmap(info, in_dims, input, p, generator):
@@ -122,6 +156,9 @@ def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     if not training or p == 0.0 or input.numel() == 0:
         return input
     low = mixed.is_low(input)
+    if p < 1.0 and not low:
+        out = backend.call(_Dropout, input, p, resolve("dropout", generator))[0]
+        return input.copy_(out) if inplace else out
     # bfloat16/float16: the float32 mask and scale (the same draw as a float32 input)
     like = input.detach().to(torch.float32) if low else input
     if p == 1.0:
