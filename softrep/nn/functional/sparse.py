@@ -192,12 +192,12 @@ def _light_dtype(table, index):
     """The numpy dtype of `table` when the serial embedding kernels
     (softrep/cpu/embedding.py) may read table and index by their addresses:
     `backend.light_dtype`'s plain, C-contiguous CPU float table (whether or
-    not it requires grad), an int64 C-contiguous CPU index, and at most
+    not it requires grad: `_EmbeddingRows` records the gradient), an int64 C-contiguous CPU index, and at most
     SERIAL_ROWS_MAX elements copied; else None."""
     if (type(index) is not torch.Tensor or index.dtype != torch.int64 or not index.is_cpu
             or not index.is_contiguous() or index.numel() * table.shape[1] > cpu_embedding.SERIAL_ROWS_MAX):
         return None
-    return backend.light_dtype((table.detach(),))
+    return backend.light_dtype((table,), own_function=True)
 
 
 def _light_rows(dtype, table, index):
