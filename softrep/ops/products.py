@@ -396,7 +396,7 @@ class _Linear(backend.Function):
         g3 = g.reshape(samples, rows, out_features)
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            gx = _MM.apply(g3.reshape(-1, out_features), w, None).reshape(x.shape)
+            gx = backend.call(_MM, g3.reshape(-1, out_features), w, None).reshape(x.shape)
         if ctx.needs_input_grad[1]:
             if streams_tree(g3, x3):
                 gw = batchtree.param_grad_of_nodes(
