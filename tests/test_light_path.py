@@ -199,35 +199,6 @@ def test_direct_product_gives_the_packed_bits(shape, dtype, addend, monkeypatch)
     assert np.array_equal(direct.view(np.uint8), packed.view(np.uint8))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("shape", [(9, 3, 5), (17, 40, 33), (100, 64, 70), (31, 200, 17)])
-def test_products_split_into_row_parts_give_the_one_thread_bits(shape, dtype, monkeypatch):
-    # the serial product and the weight-gradient tree product with their
-    # rows split among the threads (every product split, the last part
-    # shorter) against the same kernels on one part, both layouts, a bias
-    m, k, n = shape
-    g = torch.Generator().manual_seed(m + k + n)
-    a, b = torch.randn(m, k, generator=g, dtype=dtype), torch.randn(k, n, generator=g, dtype=dtype)
-    bias = torch.randn(n, generator=g, dtype=dtype)
-    a[0, 0], b[1, 1] = float("nan"), float("inf")
-    x3, g3 = torch.randn(6, m, k, generator=g, dtype=dtype), torch.randn(6, m, n, generator=g, dtype=dtype)
-
-    def results():
-        return [softrep.mm(a, b), softrep.nn.functional.linear(a, b.t(), bias),
-                softrep.mm(a.t().contiguous().t(), b.t().contiguous().t()),
-                softrep.ops.products.tree_product(g3.unsqueeze(1), x3.unsqueeze(1), [(0, 6), (1, 3), (2, 1)]),
-                softrep.ops.products.tree_product(x3.unsqueeze(1), g3.unsqueeze(1), [(0, 6)])]
-
-    monkeypatch.setattr(cpu_linalg, "SPLIT_FMAS", 1 << 62)
-    whole = results()
-    monkeypatch.setattr(cpu_linalg, "SPLIT_FMAS", 1)
-    monkeypatch.setattr(cpu_linalg.numba, "get_num_threads", lambda: 3)
-    assert cpu_linalg.row_parts(m, 1) == min(3, -(-m // cpu_linalg.MR)) > 1
-    split = results()
-    for u, v in zip(whole, split):
-        assert np.array_equal(u.numpy().view(np.uint8), v.numpy().view(np.uint8))
-
-
 @pytest.mark.parametrize("op", [lambda x: softrep.sum(x, dim=1), lambda x: softrep.amax(x, dim=0),
                                 lambda x: softrep.mm(x[:, :20], x[:, :20].t()), lambda x: softrep.mul(x, 3.0)],
                          ids=["sum", "amax", "mm", "mul-number"])

@@ -475,17 +475,17 @@ def gather_run(dst, d0, src, s0, stride, count, width):
 
 
 @njit(cache=True, inline="always")
-def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout, ld):
+def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout):
     """a (m, k), from x at offset xs in `layout` (ROWS: a[i, kk] at i*k + kk;
-    COLUMNS: at kk*ld + i, ld >= m), into mr-row panels: ap[(ip*k + kk)*mr + r]
-    = a[ip*mr + r, kk], the padding rows +0 (they feed only chains that are
+    COLUMNS: at kk*m + i), into mr-row panels: ap[(ip*k + kk)*mr + r] =
+    a[ip*mr + r, kk], the padding rows +0 (they feed only chains that are
     thrown away)."""
     ap[(m_panels - 1) * k * mr:m_panels * k * mr] = 0  # only the last panel holds padding
     if layout == COLUMNS:  # a panel's rows of one kk are consecutive in x
         for ip in range(m_panels):
             rows = min(mr, m - ip * mr)
             for kk in range(k):
-                copy_run(ap, (ip * k + kk) * mr, x, xs + kk * ld + ip * mr, rows, mr)
+                copy_run(ap, (ip * k + kk) * mr, x, xs + kk * m + ip * mr, rows, mr)
     else:  # a panel's rows of one kk are k apart in x
         for ip in range(m_panels):
             rows = min(mr, m - ip * mr)
@@ -517,28 +517,31 @@ def _serial_product(dtype):
 
     itemsize = np.dtype(dtype).itemsize
 
-    @njit(cache=True, error_model="numpy")
-    def product_rows(o, x, y, z, work, nb, m, k, n, r0, r1, a_layout, b_layout, addend_kind):
-        # the output rows r0 .. r1 - 1 of every batch, with the packed
-        # operands and the padded accumulators in the scratch at `work`
-        rows = r1 - r0
-        m_panels, n_panels = (rows + mr - 1) // mr, (n + nr - 1) // nr
+    def product_serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, mask):
+        old = enter_ieee(mask)
+        m_panels, n_panels = (m + mr - 1) // mr, (n + nr - 1) // nr
         npad = n_panels * nr
+        o = carray(address_as_pointer(out), nb * m * n, dtype)
+        x = carray(address_as_pointer(a), nb * m * k, dtype)
+        y = carray(address_as_pointer(b), nb * k * n, dtype)
+        c_size = nb * m * n if addend_kind == FULL_ADDEND else (n if addend_kind == ROW_ADDEND else 0)
+        z = carray(address_as_pointer(addend), c_size, dtype)
+        # the packed operands and the padded accumulators, in the caller's
+        # scratch buffer (`_serial_work`)
         a_size, b_size = m_panels * k * mr, n_panels * k * nr
         ap = carray(address_as_pointer(work), a_size, dtype)
         bp = carray(address_as_pointer(work + a_size * itemsize), b_size, dtype)
         cpad = carray(address_as_pointer(work + (a_size + b_size) * itemsize), m_panels * mr * npad, dtype)
         for s in range(nb):
-            xs = s * m * k + (r0 * k if a_layout == ROWS else r0)
-            ys, os = s * k * n, s * m * n + r0 * n
-            pack_panels_a(ap, x, xs, rows, k, mr, m_panels, a_layout, m)
+            xs, ys, os = s * m * k, s * k * n, s * m * n
+            pack_panels_a(ap, x, xs, m, k, mr, m_panels, a_layout)
             pack_panels_b(bp, y, ys, k, n, nr, n_panels, b_layout)
             # every chain from +0 through all of k in one call: the chains of "Matrix products"
             for jp in range(n_panels):
                 for ip in range(m_panels):
                     micro(ap, bp, cpad, ip * k * mr, jp * k * nr, ip * mr * npad + jp * nr, npad, k, True)
             # rows through views from 0 (no negative-index code; the loops vectorise)
-            for i in range(rows):
+            for i in range(m):
                 orow, crow = o[os + i * n:os + i * n + n], cpad[i * npad:i * npad + n]
                 if addend_kind == ROW_ADDEND:
                     for j in range(n):
@@ -550,86 +553,44 @@ def _serial_product(dtype):
                 else:
                     for j in range(n):
                         orow[j] = finish(crow[j])
-
-    def product_serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, parts, part_bytes,
-                       mask):
-        old = enter_ieee(mask)
-        o = carray(address_as_pointer(out), nb * m * n, dtype)
-        x = carray(address_as_pointer(a), nb * m * k, dtype)
-        y = carray(address_as_pointer(b), nb * k * n, dtype)
-        c_size = nb * m * n if addend_kind == FULL_ADDEND else (n if addend_kind == ROW_ADDEND else 0)
-        z = carray(address_as_pointer(addend), c_size, dtype)
-        if parts == 1:
-            product_rows(o, x, y, z, work, nb, m, k, n, 0, m, a_layout, b_layout, addend_kind)
-        else:
-            # whole register-block panels of rows per part; each output's
-            # chain is the same whichever part computes it
-            step = ((m + mr - 1) // mr + parts - 1) // parts * mr
-            for p in prange(parts):
-                product_rows(o, x, y, z, work + p * part_bytes, nb, m, k, n, min(m, p * step),
-                             min(m, p * step + step), a_layout, b_layout, addend_kind)
         leave_ieee(old)
 
     address = types.intp
-    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 5 + (_I,) * 10)(
-        njit(parallel=True, cache=True, error_model="numpy")(product_serial))
+    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 5 + (_I,) * 8)(
+        njit(cache=True, error_model="numpy")(product_serial))
 
 
 _SERIAL_PRODUCT = {np.dtype(t): _serial_product(t) for t in (np.float32, np.float64)}
 _SERIAL_LOADED = set()
 
-# Products of at least this many fmas split their rows among the threads.
-SPLIT_FMAS = 1 << 18
-
-
-def row_parts(m, fmas):
-    """The parts a product of m rows and `fmas` multiply-adds splits its rows
-    into: one below SPLIT_FMAS, else one per thread, at most one per
-    register-block panel of rows."""
-    if fmas < SPLIT_FMAS:
-        return 1
-    return max(1, min(numba.get_num_threads(), -(-m // MR)))
-
-
-def part_rows(m, parts):
-    """The rows of each part but the last when m rows are split into `parts`
-    runs of whole register-block panels (as the kernels split them)."""
-    panels = -(-m // MR)
-    return -(-panels // parts) * MR
-
 
 def serial_product(dtype, out, a, b, addend, nb, m, k, n, a_layout=ROWS, b_layout=ROWS, addend_kind=NO_ADDEND):
-    """out (nb, m, n) = a (nb, m, k) @ b (nb, k, n) [+ addend], buffers of
-    numpy dtype `dtype` given by their addresses: out C-contiguous, a and b in
-    `a_layout`/`b_layout` (ROWS, COLUMNS), the addend (address 0 for none) by
-    `addend_kind`.  nb * m * n * k <= SERIAL_FMAS.
+    """out (nb, m, n) = a (nb, m, k) @ b (nb, k, n) [+ addend], on the calling
+    thread, buffers of numpy dtype `dtype` given by their addresses: out
+    C-contiguous, a and b in `a_layout`/`b_layout` (ROWS, COLUMNS), the
+    addend (address 0 for none) by `addend_kind`.  nb * m * n * k <= SERIAL_FMAS.
 
     The same micro-kernel as the packed path advances every chain from +0
-    through all of k in one call; the operands are packed by the thread that
-    computes the chains, so the small products of training pay no separate
-    packing launch.  Below SPLIT_FMAS on the calling thread alone, else the
-    rows split among the threads (`row_parts`)."""
+    through all of k in one call; the operands are packed on the calling
+    thread, so the small products of training pay no parallel launch."""
     run = _SERIAL_PRODUCT[dtype]
-    parts = row_parts(m, nb * m * n * k)
-    part_bytes = _serial_size(dtype, part_rows(m, parts), k, n, 1) * dtype.itemsize
-    work = scratch_address("serial_product", parts * part_bytes)
+    work = _serial_work(dtype, m, k, n, 1)
     if dtype in _SERIAL_LOADED:
-        run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, parts, part_bytes, CONTROL_MASK)
+        run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
     else:  # compiled (or loaded) at the first call, with the micro-kernel's vectorizer
         with slp_vectorize():
-            run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, parts, part_bytes,
-                CONTROL_MASK)
+            run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
         _SERIAL_LOADED.add(dtype)
 
 
-def _serial_size(dtype, m, k, n, outputs):
-    """The elements of a serial kernel's scratch for packed (m, k) and (k, n)
-    operands and `outputs` padded (m, n) blocks of accumulators, each part
-    64-byte aligned."""
+def _serial_work(dtype, m, k, n, outputs):
+    """The address of this thread's scratch buffer for a serial kernel's
+    packed (m, k) and (k, n) operands and `outputs` padded (m, n) blocks of
+    accumulators."""
     nr = NR[dtype]
     m_panels, n_panels = -(-m // MR), -(-n // nr)
     size = (m_panels * MR + n_panels * nr) * k + outputs * m_panels * MR * n_panels * nr
-    return -(-size * dtype.itemsize // 64) * 64 // dtype.itemsize
+    return scratch_address("serial_product", size * dtype.itemsize)
 
 
 # --------------------------------------------------------------------------- per-sample chains into the batch tree
@@ -783,16 +744,20 @@ def _serial_tree_product(dtype):
     mr, nr = MR, NR[np.dtype(dtype)]
     itemsize = np.dtype(dtype).itemsize
 
-    @njit(cache=True, error_model="numpy")
-    def tree_rows(o, x, y, work, node_first, node_count, nodes, groups, k, m, n, r0, r1, slots):
-        # the output rows r0 .. r1 - 1 of every node and group: every sample's
-        # chains at[s, g]^T @ bm[s, g] (a stored k-major: COLUMNS) into one
-        # padded block of the stack at `work`, merged into the tree as the
-        # samples come (`tree_carry`)
-        rows = r1 - r0
-        m_panels, n_panels = (rows + mr - 1) // mr, (n + nr - 1) // nr
+    def tree_product_serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, mask):
+        # at (S, G, K, M) and bm (S, G, K, N) C-contiguous, out (nodes, G, M,
+        # N): for each node and group, every sample's chains at[s, g]^T @
+        # bm[s, g] (a stored k-major: COLUMNS) into one padded block of the
+        # stack, merged into the tree as the samples come (`tree_carry`).
+        old = enter_ieee(mask)
+        m_panels, n_panels = (m + mr - 1) // mr, (n + nr - 1) // nr
         npad = n_panels * nr
         ld = m_panels * mr * npad
+        o = carray(address_as_pointer(out), nodes * groups * m * n, dtype)
+        x = carray(address_as_pointer(at), samples * groups * k * m, dtype)
+        y = carray(address_as_pointer(bm), samples * groups * k * n, dtype)
+        node_first = carray(address_as_pointer(first), nodes, np.int64)
+        node_count = carray(address_as_pointer(counts), nodes, np.int64)
         a_size, b_size = m_panels * k * mr, n_panels * k * nr
         ap = carray(address_as_pointer(work), a_size, dtype)
         bp = carray(address_as_pointer(work + a_size * itemsize), b_size, dtype)
@@ -801,7 +766,7 @@ def _serial_tree_product(dtype):
             for g in range(groups):
                 count = 0
                 for s in range(node_first[node], node_first[node] + node_count[node]):
-                    pack_panels_a(ap, x, (s * groups + g) * k * m + r0, rows, k, mr, m_panels, COLUMNS, m)
+                    pack_panels_a(ap, x, (s * groups + g) * k * m, m, k, mr, m_panels, COLUMNS)
                     pack_panels_b(bp, y, (s * groups + g) * k * n, k, n, nr, n_panels, ROWS)
                     c_base = tree_slot(count) * ld
                     for jp in range(n_panels):
@@ -810,57 +775,35 @@ def _serial_tree_product(dtype):
                                   k, True)
                     count = tree_carry(stack, ld, count, ld)
                 tree_finish(stack, ld, count, ld)
-                base = (node * groups + g) * m * n + r0 * n
-                for i in range(rows):
+                base = (node * groups + g) * m * n
+                for i in range(m):
                     for j in range(n):
                         o[base + i * n + j] = stack[i * npad + j]
-
-    def tree_product_serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, parts,
-                            part_bytes, mask):
-        # at (S, G, K, M) and bm (S, G, K, N) C-contiguous, out (nodes, G, M, N)
-        old = enter_ieee(mask)
-        o = carray(address_as_pointer(out), nodes * groups * m * n, dtype)
-        x = carray(address_as_pointer(at), samples * groups * k * m, dtype)
-        y = carray(address_as_pointer(bm), samples * groups * k * n, dtype)
-        node_first = carray(address_as_pointer(first), nodes, np.int64)
-        node_count = carray(address_as_pointer(counts), nodes, np.int64)
-        if parts == 1:
-            tree_rows(o, x, y, work, node_first, node_count, nodes, groups, k, m, n, 0, m, slots)
-        else:
-            # whole register-block panels of rows per part; each output's
-            # chains and tree are the same whichever part computes them
-            step = ((m + mr - 1) // mr + parts - 1) // parts * mr
-            for p in prange(parts):
-                tree_rows(o, x, y, work + p * part_bytes, node_first, node_count, nodes, groups, k, m, n,
-                          min(m, p * step), min(m, p * step + step), slots)
         leave_ieee(old)
 
     address = types.intp
-    return kernel(f"linalg.serial_tree_product.{np.dtype(dtype).name}", (address,) * 6 + (_I,) * 10)(
-        njit(parallel=True, cache=True, error_model="numpy")(tree_product_serial))
+    return kernel(f"linalg.serial_tree_product.{np.dtype(dtype).name}", (address,) * 6 + (_I,) * 8)(
+        njit(cache=True, error_model="numpy")(tree_product_serial))
 
 
 _SERIAL_TREE_PRODUCT = {np.dtype(t): _serial_tree_product(t) for t in (np.float32, np.float64)}
 
 
 def serial_tree_product(dtype, out, at, bm, first, counts, nodes, samples, groups, k, m, n, slots):
-    """`tree_product` through addresses: at (S, G, K, M) and bm (S, G, K, N)
-    C-contiguous buffers of numpy dtype `dtype`, out (nodes, G, M, N), first
-    and counts int64 tables of the nodes' samples (counts >= 1), `slots` the
-    stack slots of the largest node (`tree_slots`); samples * groups * k * m
-    * n <= SERIAL_FMAS.  The same chains, tree and canonical NaNs as the
-    parallel kernel; the rows split among the threads as `serial_product`'s."""
-    parts = row_parts(m, samples * groups * k * m * n)
-    part_bytes = _serial_size(dtype, part_rows(m, parts), k, n, slots) * dtype.itemsize
-    work = scratch_address("serial_product", parts * part_bytes)
-    run = _SERIAL_TREE_PRODUCT[dtype]
+    """`tree_product` on the calling thread, through addresses: at (S, G, K,
+    M) and bm (S, G, K, N) C-contiguous buffers of numpy dtype `dtype`, out
+    (nodes, G, M, N), first and counts int64 tables of the nodes' samples
+    (counts >= 1), `slots` the stack slots of the largest node
+    (`tree_slots`); samples * groups * k * m * n <= SERIAL_FMAS.  The same
+    chains, tree and canonical NaNs as the parallel kernel."""
+    work = _serial_work(dtype, m, k, n, slots)
     if ("tree", dtype) in _SERIAL_LOADED:
-        run(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, parts, part_bytes,
-            CONTROL_MASK)
+        _SERIAL_TREE_PRODUCT[dtype](out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots,
+                                    CONTROL_MASK)
     else:
         with slp_vectorize():
-            run(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, parts, part_bytes,
-                CONTROL_MASK)
+            _SERIAL_TREE_PRODUCT[dtype](out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots,
+                                        CONTROL_MASK)
         _SERIAL_LOADED.add(("tree", dtype))
 
 
