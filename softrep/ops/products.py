@@ -265,8 +265,8 @@ class _MM(backend.Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = _MM.apply(g, b.t(), None) if ctx.needs_input_grad[0] else None
-        gb = _MM.apply(a.t(), g, None) if ctx.needs_input_grad[1] else None
+        ga = backend.call(_MM, g, b.t(), None) if ctx.needs_input_grad[0] else None
+        gb = backend.call(_MM, a.t(), g, None) if ctx.needs_input_grad[1] else None
         gc = sum_to_shape(g, ctx.addend_shape) if ctx.needs_input_grad[2] else None
         return ga, gb, gc
 
@@ -299,8 +299,8 @@ class _BMM(backend.Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = _BMM.apply(g, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-        gb = _BMM.apply(a.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
+        ga = backend.call(_BMM, g, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        gb = backend.call(_BMM, a.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
         return ga, gb
 
     @staticmethod
@@ -339,9 +339,9 @@ class _BroadcastBMM(backend.Function):
         a, b = ctx.saved_tensors
         ga = gb = None
         if ctx.needs_input_grad[0]:
-            ga = sum_to_shape(_BroadcastBMM.apply(g, b.transpose(-1, -2)), a.shape)
+            ga = sum_to_shape(backend.call(_BroadcastBMM, g, b.transpose(-1, -2)), a.shape)
         if ctx.needs_input_grad[1]:
-            gb = sum_to_shape(_BroadcastBMM.apply(a.transpose(-1, -2), g), b.shape)
+            gb = sum_to_shape(backend.call(_BroadcastBMM, a.transpose(-1, -2), g), b.shape)
         return ga, gb
 
     @staticmethod
