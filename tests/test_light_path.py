@@ -17,6 +17,7 @@ from softrep.cpu import launch as cpu_launch
 from softrep.cpu import linalg as cpu_linalg
 from softrep.ops import backend
 from softrep.ops import elementwise as E
+from softrep.ops import summation
 from softrep.ops import math as M
 from softrep.primitives.fpenv import ieee_state
 
@@ -313,6 +314,32 @@ def test_small_reductions_take_the_light_path_with_the_general_bits(op, shape, d
     got = fn(x, **kwargs)
     want = _general(lambda t: fn(t, **kwargs), x)
     assert got.shape == want.shape and torch.equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape,dim,keepdim", [((7, 3), 0, False), ((2, 5), 0, True), ((16, 32, 32), 0, False),
+                                               ((4, 8, 6), (0, 1), True), ((129, 5), 0, False),
+                                               ((300, 7), 0, False), ((2, 1000, 3), (0, 1), False)])
+def test_sums_over_leading_dims_take_the_column_kernel_with_the_general_bits(shape, dim, keepdim, dtype, monkeypatch):
+    # specials spread over the columns (NaN with a payload of its own, both
+    # zeros, infinities of both signs, subnormals); more than BLOCK rows
+    # exercise the tree over the blocks
+    n = int(np.prod(shape))
+    x = _special(n, dtype, 5)[torch.randperm(n, generator=torch.Generator().manual_seed(6))].reshape(shape)
+    flat = x.view(-1)
+    flat[n // 2] = torch.tensor(0x7FC01234 if dtype == torch.float32 else 0x7FF8000000001234,
+                                dtype=torch.int32 if dtype == torch.float32 else torch.int64).view(dtype)
+    calls = []
+    column_sum = summation.light_column_sum
+    monkeypatch.setattr(summation, "light_column_sum", lambda *a: calls.append(1) or column_sum(*a))
+    got = softrep.sum(x, dim, keepdim=keepdim)
+    assert calls
+    monkeypatch.setattr(summation, "light_column_sum", lambda *a: None)
+    want = softrep.sum(x, dim, keepdim=keepdim)
+    assert got.shape == want.shape and torch.equal(_bits(got), _bits(want))
+    if dim == 0 and not keepdim:  # the gradient of an operand broadcast over dim 0 takes the kernel too
+        monkeypatch.setattr(summation, "light_column_sum", column_sum)
+        assert torch.equal(_bits(summation.sum_to_shape(x, shape[1:])), _bits(want))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

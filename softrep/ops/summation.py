@@ -27,7 +27,8 @@ from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "sum_to_shape", "SumFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
-           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum"]
+           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
+           "light_column_sum"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -244,14 +245,43 @@ def light_rows(input, dims, keepdim):
 
 
 def light_sum(input, dims, keepdim):
-    """The sum over `dims` by the light path's serial kernel (`light_rows`), or
-    None where that path does not apply."""
+    """The sum over `dims` by the light path's serial kernel (`light_rows`, or
+    `light_column_sum` for leading dims), or None where that path does not
+    apply."""
     light = light_rows(input, dims, keepdim)
     if light is None:
-        return None
+        return light_column_sum(input, dims, keepdim)
     numpy_dtype, m, n, out_shape = light
     out = backend.new_empty(input, out_shape)
     cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n)
+    return out
+
+
+def light_column_sum(input, dims, keepdim):
+    """The sum over leading dims 0 .. k-1 (some dims kept) of a small plain
+    contiguous CPU tensor, as `light_rows` admits it, on the calling thread:
+    the input is R >= 2 rows of the kept elements, and each output's
+    documented sum runs down its column -- blocks of BLOCK rows, each begun
+    with its first row and extended row by row, then the pairwise tree over
+    the blocks with the canonical NaN -- the columns side by side
+    (`cpu_reduce.serial_batch_row_sums` of one sample: the bits of the sum
+    of `as_rows`' rows).  None where this does not apply (a single row is
+    left to the general path, which makes its NaN canonical)."""
+    k = len(dims)
+    if not 0 < k < input.dim() or dims[-1] != k - 1:  # dims are sorted and distinct
+        return None
+    total = input.numel()
+    if total == 0 or total > cpu_reduce.SERIAL_MAX:
+        return None
+    dtype = backend.light_dtype((input,))
+    if dtype is None:
+        return None
+    shape = tuple(input.shape)
+    rows = math.prod(shape[:k])
+    if rows < 2:
+        return None
+    out = backend.new_empty(input, (1,) * k + shape[k:] if keepdim else shape[k:])
+    cpu_reduce.serial_batch_row_sums(dtype, out.data_ptr(), input.data_ptr(), 1, rows, total // rows)
     return out
 
 
