@@ -8,13 +8,12 @@ Along one row x[0:n] (n >= 1), the separate ops compute
     softmax backward:      dx = mul(out, sub(g, sum(mul(g, out))))
     log_softmax backward:  dx = sub(g, mul(exp(out), sum(g)))
 
-and cross-entropy with class-index targets is log_softmax followed by the
+each step one IEEE operation rounded to nearest (exp and log correctly
+rounded), each sum in the documented order (softrep.algorithms.reduction).
+Cross-entropy with class-index targets is log_softmax followed by the
 negative log likelihood (docs/order.md, "Losses"): loss = neg(logp[t]), +0
 where the target is ignored; its gradient with respect to logp is a row of
 +0 holding the loss's coefficient at t, which log_softmax's backward takes.
-
-each step one IEEE operation rounded to nearest (exp and log correctly
-rounded), each sum in the documented order (softrep.algorithms.reduction).
 The row functions below compute exactly these values in a few passes over
 the row, without the intermediate tensors: the max is the winner of the
 total order of `order_key` (NaN wins, +0 above -0), as amax's; an op stores a
