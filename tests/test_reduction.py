@@ -17,6 +17,7 @@ import torch
 
 import softrep
 from softrep.algorithms import reduction as O
+from softrep.cpu import reduce as cpu_reduce
 from golden import bit_pattern_tensor, check, normal_tensor
 from references import documented_sum
 
@@ -228,7 +229,6 @@ def test_signed_zero_and_empty_sums():
 
 
 def test_middle_dims_read_in_place_keep_zeros_and_nan(monkeypatch):
-    from softrep.cpu import reduce as cpu_reduce
     calls = []
     slabs = cpu_reduce.sum_values_of_slabs
     monkeypatch.setattr(cpu_reduce, "sum_values_of_slabs", lambda *a: calls.append(a) or slabs(*a))
@@ -693,14 +693,19 @@ def test_vectorised_block_partials_follow_the_order(n):
 
 
 @pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100),
-                                 (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 512), (9, 640), (16, 1152)])
-def test_short_rows_side_by_side_follow_the_order(m, n):
+                                 (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 512), (9, 640), (16, 1152),
+                                 (24, 128), (40, 8), (16, 32)])
+def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # Contiguous float32 rows of a length that is a multiple of 8, up to
     # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py
     # for each whole group of 8 rows and the general path for the rest
     # (3 x 64: general only; 2056 and 100: general only), several groups of
     # 8 rows per work item, and more than one work item; rows of at most
-    # COPIED_ROW_MAX (512) elements are read from a local copy of each group.
+    # COPIED_ROW_MAX (512) elements are read from a local copy of each group;
+    # rows of at most one block go two groups at a time where two are left
+    # (24 x 128: a pair, then one group).  The light path's serial kernel,
+    # which small sums take, is turned off here.
+    monkeypatch.setattr(cpu_reduce, "SERIAL_MAX", 0)
     x = wide_values(40 + m + n, (m, n), torch.float32)
     assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
     assert_bits_equal(softrep.mean(x, 1), ref_reduce(x.numpy(), (1,), ref_mean_row))
@@ -708,11 +713,12 @@ def test_short_rows_side_by_side_follow_the_order(m, n):
     assert_bits_equal(softrep.sum(x3, -1), ref_reduce(x3.numpy(), (2,), ref_sum_row))
 
 
-@pytest.mark.parametrize("n", [64, 640])
-def test_short_rows_side_by_side_give_the_canonical_nan(n):
+@pytest.mark.parametrize("n", [64, 128, 640])
+def test_short_rows_side_by_side_give_the_canonical_nan(monkeypatch, n):
     # The 8-rows-per-vector path adds NaN payloads lane by lane; each row's
     # NaN total must still be the canonical NaN, and the other lanes' rows
-    # must be untouched by it.
+    # must be untouched by it (the light path turned off, as above).
+    monkeypatch.setattr(cpu_reduce, "SERIAL_MAX", 0)
     x = wide_values(7 + n, (16, n), torch.float32)
     bits = x.view(torch.int32)
     bits[1, 3] = 0x7FC00123  # a quiet NaN with a payload

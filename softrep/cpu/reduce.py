@@ -232,9 +232,47 @@ def _eight_rows_group(out, lanes, src, base, n, i0):
         out[i0 + r] = lanes[r]
 
 
-# Rows of at most this many elements are first copied, 8 at a time, to a
-# local buffer in address order; the tiles then read the copy.  The copy
-# moves values only (docs/benchmarks.md has the effect on short rows).
+@kernel("reduce.values.two_groups", (_OUT32, _C32, _C32, types.int64, types.int64, types.int64))
+@njit(cache=True)
+def _two_groups_of_one_block(out, lanes, src, base, n, i0):
+    # Rows i0 .. i0+15 of one block each (n <= BLOCK), held in src from
+    # src[base] on: the groups of rows i0 .. i0+7 and i0+8 .. i0+15 side by
+    # side, each its own vector of partials.  Each lane's additions are those
+    # of `_eight_rows_group`; the two chains are independent, so one's adds
+    # wait for the other's no longer (a chain of 8 lanes alone is bound by
+    # the latency of its adds).
+    other = base + LANES * n
+    c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, base, n)
+    d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, other, n)
+    p = _extend_seven(c0, c1, c2, c3, c4, c5, c6, c7)  # each row's partial begins with its first element
+    q = _extend_seven(d0, d1, d2, d3, d4, d5, d6, d7)
+    for k in range(LANES, n, LANES):
+        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, base + k, n)
+        d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, other + k, n)
+        p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+        q = _extend_seven(extend_values_f32x8(q, d0), d1, d2, d3, d4, d5, d6, d7)
+    store_f32x8(lanes, 0, p)
+    sums_from_partials_f32x8(lanes, 1)
+    for r in range(LANES):
+        out[i0 + r] = lanes[r]
+    store_f32x8(lanes, 0, q)
+    sums_from_partials_f32x8(lanes, 1)
+    for r in range(LANES):
+        out[i0 + LANES + r] = lanes[r]
+
+
+@register_jitable
+def _aligned_f32(n):
+    """A float32 scratch array of n elements starting on a 64-byte boundary: the
+    tiles' 32-byte loads then never straddle two cache lines."""
+    buf = np.empty(n + 16, dtype=np.float32)
+    skip = (64 - buf.ctypes.data % 64) % 64 // 4
+    return buf[skip:skip + n]
+
+
+# Rows of at most this many elements are first copied, 8 or 16 at a time, to
+# an aligned local buffer in address order; the tiles then read the copy.
+# The copy moves values only (docs/benchmarks.md has the effect on short rows).
 COPIED_ROW_MAX = 512
 
 
@@ -243,14 +281,22 @@ COPIED_ROW_MAX = 512
 def eight_rows_f32(out, lanes, flat, n, g0, g1):
     # Groups g0 .. g1-1 of 8 rows of x (flat, C-contiguous, rows of n
     # elements, n % 8 == 0), group g = rows 8g .. 8g+7; lanes (8 * blocks)
-    # is scratch: vector j holds block j's partials of the 8 rows.
+    # is scratch: vector j holds block j's partials of the 8 rows.  Rows of
+    # one block go two groups at a time where two are left.
     if n <= COPIED_ROW_MAX:
-        local = np.empty(LANES * n, dtype=np.float32)
-        for g in range(g0, g1):
+        local = _aligned_f32(2 * LANES * n)
+        g = g0
+        while g < g1:
+            pair = n <= BLOCK and g + 1 < g1
             base = g * LANES * n
-            for k in range(0, LANES * n, LANES):
+            for k in range(0, (2 if pair else 1) * LANES * n, LANES):
                 store_f32x8(local, k, load_f32x8(flat, base + k))
-            _eight_rows_group(out, lanes, local, 0, n, g * LANES)
+            if pair:
+                _two_groups_of_one_block(out, lanes, local, 0, n, g * LANES)
+                g += 2
+            else:
+                _eight_rows_group(out, lanes, local, 0, n, g * LANES)
+                g += 1
     else:
         for g in range(g0, g1):
             _eight_rows_group(out, lanes, flat, g * LANES * n, n, g * LANES)
