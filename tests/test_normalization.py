@@ -411,6 +411,48 @@ def test_affine_norms_fused_equal_separate_ops(dtype, name, shape, params):
         assert same_bits(f, s)
 
 
+@pytest.mark.parametrize("shape, normalized", [((128, 8), (8,)), ((1037, 24), (24,)), ((384, 2, 8), (2, 8)),
+                                               ((255, 16), (16,))])
+@pytest.mark.parametrize("name, params", [("layer_norm", "weight and bias"), ("layer_norm", "weight"),
+                                          ("layer_norm", "bias"), ("rms_norm", "weight")])
+def test_affine_gradients_tree_in_the_row_pass(monkeypatch, shape, normalized, name, params):
+    """Where each row is one sample of the batch, layer_norm's and rms_norm's
+    backward on the CPU forms the weight's and bias's batch-tree nodes over whole runs of 128
+    samples in the row pass (the partials are not stored); the rows after
+    them (a partial run, and rows beyond the last group of 8) join as one
+    more node.  Same bits as the separate ops, NaN and infinities included."""
+    from softrep.cpu import normalization as cpu_normalization
+    from softrep.nn.functional import normalization as N
+
+    calls = []
+    kernel = cpu_normalization.layer_norm_grad_nodes
+    monkeypatch.setattr(cpu_normalization, "layer_norm_grad_nodes", lambda *a: calls.append(1) or kernel(*a))
+    gen = torch.Generator().manual_seed(shape[0])
+    x = torch.randn(shape, generator=gen) * 3
+    g = torch.randn(shape, generator=gen)
+    g[5].view(-1)[1] = float("nan")  # in the first run of 128 samples
+    g[130 % shape[0]].view(-1)[2] = float("inf")
+    g[-1].view(-1)[0] = -0.0
+    x[-2].view(-1)[3] = float("-inf")
+    w = torch.randn(normalized, generator=gen) if "weight" in params else None
+    b = torch.randn(normalized, generator=gen) if "bias" in params else None
+
+    def leaves():
+        return [t.clone().requires_grad_() if t is not None else None for t in (x, w, b)]
+
+    fused_in, separate_in = leaves(), leaves()
+    if name == "layer_norm":
+        fused = softrep.layer_norm(fused_in[0], normalized, fused_in[1], fused_in[2])
+    else:
+        fused = softrep.rms_norm(fused_in[0], normalized, fused_in[1], eps=1e-5)
+    separate = N._affine_composite(*separate_in, normalized, 1e-5, name == "layer_norm")
+    grads_fused = torch.autograd.grad(fused, [t for t in fused_in if t is not None], g)
+    grads_separate = torch.autograd.grad(separate, [t for t in separate_in if t is not None], g)
+    assert calls == ([1] if shape[0] >= 128 else [])
+    for f, s in zip(grads_fused, grads_separate):
+        assert same_bits(f, s)
+
+
 def test_batch_split_same_bits():
     # per-sample normalisations do not depend on the rest of the batch
     x = normal_tensor(51, (5, 4, 3))

@@ -236,3 +236,21 @@ def tree_finish(stack, ld, count, lanes):
             stack[lo + lane] = add_rn(stack[lo + lane], stack[hi + lane])
     for lane in range(lanes):
         stack[lane] = canonical(stack[lane])
+
+
+@jitable
+def tree_node_of_eight(out, at, leaves, first, ld, lanes):
+    """The tree node over eight consecutive leaves whose first position is a
+    multiple of 8 (node (3, j) of the batch tree, none of its leaves
+    missing), for `lanes` outputs: leaf r of output k is
+    leaves[first + r*ld + k], and out[at + k] = ((l0 + l1) + (l2 + l3)) +
+    ((l4 + l5) + (l6 + l7)), each + an add_rn of the left and the right
+    child.  A kernel may push such nodes onto a `tree_carry` stack in place
+    of their leaves: the pairing above level 3 is the same.  Offsets
+    unsigned, as in tree_carry."""
+    o, f, d = np.uint64(at), np.uint64(first), np.uint64(ld)
+    for k in range(np.uint64(lanes)):
+        i = f + k
+        a = add_rn(add_rn(leaves[i], leaves[i + d]), add_rn(leaves[i + 2 * d], leaves[i + 3 * d]))
+        b = add_rn(add_rn(leaves[i + 4 * d], leaves[i + 5 * d]), add_rn(leaves[i + 6 * d], leaves[i + 7 * d]))
+        out[o + k] = add_rn(a, b)

@@ -29,6 +29,7 @@ from numba import njit, prange, types
 from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms,
                                         layer_norm_grad_row, layer_norm_row, mean_of_sum, normalize_element,
                                         normalize_grad_element, scale_of_squares)
+from ..algorithms.products import tree_carry, tree_finish, tree_node_of_eight, tree_slot, tree_slots
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
 from ..primitives.vector import LANES
 from .launch import kernel
@@ -260,6 +261,28 @@ def _layer_norm_eight(y, m, s, x, w, b, n, eps, center, g0, g1):
             _affine_row(y[i], x[i], w, b, m[i], s[i])
 
 
+@kernel("normalization.layer_norm_grad_group", (_c(_F32, 2), _R32, _c(_F32, 2), _c(_F32, 2), _R32, _R32, _R32, _F32,
+                                                _B, _I, _R32, _R32, _R32, _R32))
+@njit(cache=True)
+def _layer_norm_grad_group(dx, gw8, gy, x, w, m, s, n, center, i0, lanes, g, h, sums):
+    # rows i0 .. i0+7: dx, and their weight partials mul(gy, xhat) in gw8 (8
+    # rows of L, flat); lanes, g, h, sums: scratch
+    L = x.shape[1]
+    for r in range(LANES):
+        i = i0 + r
+        _grad_terms_row(g[r * L:(r + 1) * L], h[r * L:(r + 1) * L], gw8[r * L:(r + 1) * L], gy[i], x[i], w, m[i],
+                        s[i])
+    eight_rows_f32(sums, lanes, h, L, 0, 1)
+    if center:
+        eight_rows_f32(sums[LANES:], lanes, g, L, 0, 1)
+    zero = zero_like(n)
+    for r in range(LANES):
+        i = i0 + r
+        c = mean_of_sum(sums[r], n)
+        mg = mean_of_sum(sums[LANES + r], n) if center else zero
+        _grad_row(dx[i], g[r * L:(r + 1) * L], x[i], m[i], s[i], mg, c)
+
+
 @kernel("normalization.layer_norm_grad_eight", (_c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _R32, _R32,
                                                 _R32, _F32, _B, _I, _I))
 @njit(cache=True)
@@ -269,20 +292,71 @@ def _layer_norm_grad_eight(dx, gw, gy, x, w, m, s, n, center, g0, g1):
     g = np.empty(LANES * L, dtype=np.float32)
     h = np.empty(LANES * L, dtype=np.float32)
     sums = np.empty(2 * LANES, dtype=np.float32)
-    zero = zero_like(n)
+    gw_flat = gw.reshape(-1)
     for q in range(g0, g1):
         i0 = q * LANES
-        for r in range(LANES):
-            i = i0 + r
-            _grad_terms_row(g[r * L:(r + 1) * L], h[r * L:(r + 1) * L], gw[i], gy[i], x[i], w, m[i], s[i])
-        eight_rows_f32(sums, lanes, h, L, 0, 1)
-        if center:
-            eight_rows_f32(sums[LANES:], lanes, g, L, 0, 1)
-        for r in range(LANES):
-            i = i0 + r
-            c = mean_of_sum(sums[r], n)
-            mg = mean_of_sum(sums[LANES + r], n) if center else zero
-            _grad_row(dx[i], g[r * L:(r + 1) * L], x[i], m[i], s[i], mg, c)
+        _layer_norm_grad_group(dx, gw_flat[i0 * L:(i0 + LANES) * L], gy, x, w, m, s, n, center, i0, lanes, g, h, sums)
+
+
+# The batch tree of the affine gradients inside the row pass, when row i is
+# sample i of the batch.  Each group of 8 rows (an aligned run of 8 samples)
+# gives the tree node over its rows' weight partials mul(gy, xhat) and over
+# its bias partials gy (`tree_node_of_eight`), and a work item of NODE_ROWS =
+# GROUPS_PER_ITEM * 8 rows pushes those nodes, in row order, onto two
+# streaming binary counters (`tree_slot` / `tree_carry`), whose root is the
+# tree node over the item's NODE_ROWS samples (the adds of the batch tree of
+# docs/order.md, softrep.algorithms.products): an aligned run of 2^7
+# samples with none missing is node (7, item) of every batch that holds it,
+# whatever the batch size.  The partials never reach memory.
+
+NODE_ROWS = GROUPS_PER_ITEM * LANES
+NODE_SLOTS = tree_slots(GROUPS_PER_ITEM)
+
+
+@kernel("normalization.layer_norm_grad_node", (_c(_F32, 2), _c(_F32, 3), _c(_F32, 2), _c(_F32, 2), _R32, _R32, _R32,
+                                               _F32, _B, _I))
+@njit(cache=True)
+def _layer_norm_grad_node(dx, nodes, gy, x, w, m, s, n, center, item):
+    # rows item * NODE_ROWS ... + NODE_ROWS - 1: dx, and nodes[0, item] /
+    # nodes[1, item] the tree nodes of their weight and bias partials
+    L = x.shape[1]
+    lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    g = np.empty(LANES * L, dtype=np.float32)
+    h = np.empty(LANES * L, dtype=np.float32)
+    sums = np.empty(2 * LANES, dtype=np.float32)
+    gw8 = np.empty(LANES * L, dtype=np.float32)
+    stack_w = np.empty(NODE_SLOTS * L, dtype=np.float32)
+    stack_b = np.empty(NODE_SLOTS * L, dtype=np.float32)
+    gy_flat = gy.reshape(-1)
+    count = 0
+    for i0 in range(item * NODE_ROWS, item * NODE_ROWS + NODE_ROWS, LANES):
+        _layer_norm_grad_group(dx, gw8, gy, x, w, m, s, n, center, i0, lanes, g, h, sums)
+        slot = tree_slot(count) * L
+        tree_node_of_eight(stack_w, slot, gw8, 0, L, L)
+        tree_node_of_eight(stack_b, slot, gy_flat, i0 * L, L, L)
+        tree_carry(stack_w, L, count, L)
+        count = tree_carry(stack_b, L, count, L)
+    tree_finish(stack_w, L, count, L)
+    tree_finish(stack_b, L, count, L)
+    for k in range(L):
+        nodes[0, item, k] = stack_w[k]
+        nodes[1, item, k] = stack_b[k]
+
+
+@njit(parallel=True, cache=True)
+def _grad_node_items(dx, gw, nodes, gy, x, w, m, s, n, center, groups):
+    # whole work items of NODE_ROWS rows give their tree nodes; the groups of
+    # a last partial one write their rows' weight partials to gw
+    items = (groups + GROUPS_PER_ITEM - 1) // GROUPS_PER_ITEM
+    for it in prange(items):
+        if it < nodes.shape[1]:
+            _layer_norm_grad_node(dx, nodes, gy, x, w, m, s, n, center, it)
+        else:
+            _layer_norm_grad_eight(dx, gw, gy, x, w, m, s, n, center, it * GROUPS_PER_ITEM, groups)
+
+
+kernel("normalization.layer_norm_grad_node_items", (_c(_F32, 2), _c(_F32, 2), _c(_F32, 3)) + _grad_signature(_F32)[2:]
+       + (_I,))(_grad_node_items)
 
 
 # rows per work item of the one-row-at-a-time schedule
@@ -353,5 +427,25 @@ def layer_norm_grad(dx, gw, gy, x, w, m, s, n, center):
     groups = x.shape[0] // LANES if _eight_rows(x) else 0
     if groups:
         _grad_items(dx, gw, gy, x, w, m, s, n, center, groups)
+    if groups * LANES < x.shape[0]:
+        _grad_rows(dx, gw, gy, x, w, m, s, n, center, groups * LANES)
+
+
+def layer_norm_grad_nodes_apply(rows, length):
+    """Whether `layer_norm_grad_nodes` takes `rows` float32 rows of `length`
+    elements: a multiple of 8 elements, at least one whole work item of rows."""
+    return rows >= NODE_ROWS and length % LANES == 0
+
+
+def layer_norm_grad_nodes(dx, gw, nodes, gy, x, w, m, s, n, center):
+    """`layer_norm_grad` for rows that are the samples of a batch, with the
+    affine gradients' batch tree begun in the same pass: nodes[0, j] and
+    nodes[1, j] are the tree nodes over the rows [j NODE_ROWS, (j + 1)
+    NODE_ROWS) of the weight partials mul(gy, xhat) and of the bias partials
+    gy, for j < nodes.shape[1] = M // NODE_ROWS; gw gets the weight partials
+    of the rows after those only (x: `layer_norm_grad_nodes_apply`)."""
+    n = x.dtype.type(n)
+    groups = x.shape[0] // LANES
+    _grad_node_items(dx, gw, nodes, gy, x, w, m, s, n, center, groups)
     if groups * LANES < x.shape[0]:
         _grad_rows(dx, gw, gy, x, w, m, s, n, center, groups * LANES)

@@ -14,7 +14,9 @@ per-channel operands to the input's shape.  Callers that need a graph
 
 import math
 
-from . import backend
+import torch
+
+from . import backend, batchtree
 from .summation import sum_rows
 from ..cpu import normalization as cpu_normalization
 from ..cuda import normalization as cuda_normalization
@@ -121,3 +123,33 @@ def layer_norm_rows_grad(gy, rows, w, m, s, center):
                     [gy, rows, w.detach().reshape(-1).contiguous(), m.detach(), s.detach()], float(n), bool(center),
                     work=rows.numel())
     return dx, gw
+
+
+def layer_norm_rows_grad_of_batch(gy, rows, w, m, s, center):
+    """(dx, gw, gb) of `layer_norm_rows`' backward when row i is sample i of a
+    whole batch: gw and gb are the weight's and the bias's gradients, the
+    batch tree (batchtree.tree_sum, docs/order.md) over the rows' partials
+    mul(gy[i], xhat[i]) and gy[i].  On the CPU launcher, float32 rows of a
+    multiple of 8 elements begin the tree in the row pass
+    (cpu_normalization.layer_norm_grad_nodes: the nodes of whole runs of
+    NODE_ROWS samples), so the partials of those rows are never stored; the
+    tree then adds those nodes and the node of the rows after them, the same
+    additions as the tree over all the partials."""
+    R, n = rows.shape
+    if not (backend.on_cpu_launcher(gy, rows) and rows.dtype == torch.float32
+            and cpu_normalization.layer_norm_grad_nodes_apply(R, n)):
+        dx, gw = layer_norm_rows_grad(gy, rows, w, m, s, center)
+        return dx, batchtree.tree_sum(gw), batchtree.tree_sum(gy)
+    nodes = gy.new_empty((2, R // cpu_normalization.NODE_ROWS, n))
+    first = nodes.shape[1] * cpu_normalization.NODE_ROWS
+    # gw: the weight partials of the rows after the whole runs only (the
+    # kernel indexes it by row, and writes no other row)
+    dx, gw = gy.new_empty(gy.shape), gy.new_empty((R if first < R else 0, n))
+    backend.execute(cpu_normalization.layer_norm_grad_nodes, None, [dx, gw, nodes],
+                    [gy, rows, w.detach().reshape(-1).contiguous(), m.detach(), s.detach()], float(n), bool(center),
+                    work=rows.numel())
+    if first < R:
+        # the rows after the whole runs: their own node, the last of its level
+        tails = torch.stack([batchtree.tree_sum(gw[first:]), batchtree.tree_sum(gy[first:])])
+        nodes = torch.cat([nodes, tails.unsqueeze(1)], 1)
+    return dx, batchtree.tree_sum(nodes[0]), batchtree.tree_sum(nodes[1])

@@ -244,8 +244,16 @@ class _AffineNorm(backend.Function):
         n = math.prod(ctx.shape)
         rows = x.detach().contiguous().reshape(-1, n)
         grows = gy.detach().contiguous().reshape(-1, n)
-        dx, gw = channels.layer_norm_rows_grad(grows, rows, _or_filled(weight, n, 1.0, x), m, s, ctx.center)
+        filled = _or_filled(weight, n, 1.0, x)
         view = (1,) * (x.dim() - len(ctx.shape)) + tuple(ctx.shape)
+        if (need_w or need_b) and rows.shape[0] == x.shape[0] and batchtree.broadcasts_over_batch(view, x) \
+                and batchtree.current() is None:
+            # each row is one sample of a whole batch: the affine gradients'
+            # batch tree runs over the rows themselves
+            dx, gw, gb = channels.layer_norm_rows_grad_of_batch(grows, rows, filled, m, s, ctx.center)
+            return (dx.reshape(x.shape) if need_x else None, gw.reshape(weight.shape) if need_w else None,
+                    gb.reshape(bias.shape) if need_b else None, None, None, None)
+        dx, gw = channels.layer_norm_rows_grad(grows, rows, filled, m, s, ctx.center)
 
         def param_grad(name, param, g):
             if batchtree.broadcasts_over_batch(view, x):
