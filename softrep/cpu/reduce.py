@@ -232,33 +232,36 @@ def _eight_rows_group(out, lanes, src, base, n, i0):
         out[i0 + r] = lanes[r]
 
 
-@kernel("reduce.values.two_groups", (_OUT32, _C32, _C32, types.int64, types.int64, types.int64))
+@kernel("reduce.values.two_groups", (_OUT32, _C32, _C32, _C32, types.int64, types.int64, types.int64))
 @njit(cache=True)
-def _two_groups_of_one_block(out, lanes, src, base, n, i0):
-    # Rows i0 .. i0+15 of one block each (n <= BLOCK), held in src from
-    # src[base] on: the groups of rows i0 .. i0+7 and i0+8 .. i0+15 side by
-    # side, each its own vector of partials.  Each lane's additions are those
-    # of `_eight_rows_group`; the two chains are independent, so one's adds
-    # wait for the other's no longer (a chain of 8 lanes alone is bound by
-    # the latency of its adds).
+def _two_groups(out, lanes, lanes2, src, base, n, i0):
+    # Rows i0 .. i0+15, held in src from src[base] on (rows of n elements):
+    # the groups of rows i0 .. i0+7 and i0+8 .. i0+15 side by side, block by
+    # block, each its own vector of partials (lanes, lanes2: their scratch).
+    # Each lane's additions are those of `_eight_rows_group`; the two chains
+    # are independent, so one's adds do not wait for the other's (a chain
+    # of 8 lanes alone is bound by the latency of its adds).
+    nb = (n + BLOCK - 1) // BLOCK
     other = base + LANES * n
-    c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, base, n)
-    d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, other, n)
-    p = _extend_seven(c0, c1, c2, c3, c4, c5, c6, c7)  # each row's partial begins with its first element
-    q = _extend_seven(d0, d1, d2, d3, d4, d5, d6, d7)
-    for k in range(LANES, n, LANES):
-        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, base + k, n)
-        d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, other + k, n)
-        p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
-        q = _extend_seven(extend_values_f32x8(q, d0), d1, d2, d3, d4, d5, d6, d7)
-    store_f32x8(lanes, 0, p)
-    sums_from_partials_f32x8(lanes, 1)
+    for j in range(nb):
+        s = j * BLOCK
+        stop = min(s + BLOCK, n)
+        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, base + s, n)
+        d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, other + s, n)
+        p = _extend_seven(c0, c1, c2, c3, c4, c5, c6, c7)  # each block's partial begins with its first element
+        q = _extend_seven(d0, d1, d2, d3, d4, d5, d6, d7)
+        for k in range(s + LANES, stop, LANES):
+            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, base + k, n)
+            d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, other + k, n)
+            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+            q = _extend_seven(extend_values_f32x8(q, d0), d1, d2, d3, d4, d5, d6, d7)
+        store_f32x8(lanes, j * LANES, p)
+        store_f32x8(lanes2, j * LANES, q)
+    sums_from_partials_f32x8(lanes, nb)
+    sums_from_partials_f32x8(lanes2, nb)
     for r in range(LANES):
         out[i0 + r] = lanes[r]
-    store_f32x8(lanes, 0, q)
-    sums_from_partials_f32x8(lanes, 1)
-    for r in range(LANES):
-        out[i0 + LANES + r] = lanes[r]
+        out[i0 + LANES + r] = lanes2[r]
 
 
 @register_jitable
@@ -276,29 +279,42 @@ def _aligned_f32(n):
 COPIED_ROW_MAX = 512
 
 
+@register_jitable
+def _pairs(n):
+    """Whether rows of n elements go two groups at a time: rows of one block
+    (the copy of 16 rows is then at most 8 KB), and uncopied rows whose
+    stride is not a multiple of 4 KB (16 rows 4 KB apart share one set of
+    the 8-way L1 cache and evict each other)."""
+    return n <= BLOCK or (n > COPIED_ROW_MAX and n % 1024 != 0)
+
+
 @kernel("reduce.values.eight_rows", (_OUT32, _C32, _C32, types.int64, types.int64, types.int64))
 @njit(cache=True)
 def eight_rows_f32(out, lanes, flat, n, g0, g1):
     # Groups g0 .. g1-1 of 8 rows of x (flat, C-contiguous, rows of n
     # elements, n % 8 == 0), group g = rows 8g .. 8g+7; lanes (8 * blocks)
-    # is scratch: vector j holds block j's partials of the 8 rows.  Rows of
-    # one block go two groups at a time where two are left.
+    # is scratch: vector j holds block j's partials of the 8 rows.  Two
+    # groups at a time where two are left and `_pairs(n)`.
+    pairs = (g1 - g0) // 2 if _pairs(n) else 0
+    lanes2 = np.empty(lanes.size if pairs else 0, dtype=np.float32)
+    rest = g0 + 2 * pairs  # the groups after the pairs, one at a time
     if n <= COPIED_ROW_MAX:
-        local = _aligned_f32(2 * LANES * n)
-        g = g0
-        while g < g1:
-            pair = n <= BLOCK and g + 1 < g1
-            base = g * LANES * n
-            for k in range(0, (2 if pair else 1) * LANES * n, LANES):
+        local = _aligned_f32((2 if pairs else 1) * LANES * n)
+        for t in range(pairs):
+            base = (g0 + 2 * t) * LANES * n
+            for k in range(0, 2 * LANES * n, LANES):
                 store_f32x8(local, k, load_f32x8(flat, base + k))
-            if pair:
-                _two_groups_of_one_block(out, lanes, local, 0, n, g * LANES)
-                g += 2
-            else:
-                _eight_rows_group(out, lanes, local, 0, n, g * LANES)
-                g += 1
+            _two_groups(out, lanes, lanes2, local, 0, n, (g0 + 2 * t) * LANES)
+        for g in range(rest, g1):
+            base = g * LANES * n
+            for k in range(0, LANES * n, LANES):
+                store_f32x8(local, k, load_f32x8(flat, base + k))
+            _eight_rows_group(out, lanes, local, 0, n, g * LANES)
     else:
-        for g in range(g0, g1):
+        for t in range(pairs):
+            g = g0 + 2 * t
+            _two_groups(out, lanes, lanes2, flat, g * LANES * n, n, g * LANES)
+        for g in range(rest, g1):
             _eight_rows_group(out, lanes, flat, g * LANES * n, n, g * LANES)
 
 
