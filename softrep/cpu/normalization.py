@@ -25,6 +25,7 @@ nothing.
 
 import numpy as np
 from numba import njit, prange, types
+from numba.extending import register_jitable
 
 from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms,
                                         layer_norm_grad_row, layer_norm_row, mean_of_sum, normalize_element,
@@ -207,80 +208,83 @@ _F32 = types.float32
 _R32 = _c(_F32, 1)
 
 
-@kernel("normalization.squares_row", (_R32, _R32, _F32))
-@njit(cache=True)
-def _squares_row(out, x, m):
-    for k in range(x.shape[0]):
-        out[k] = term_centered_square(x[k], m)
-
-
-@kernel("normalization.affine_row", (_R32, _R32, _R32, _R32, _F32, _F32))
-@njit(cache=True)
-def _affine_row(y, x, w, b, m, s):
-    for k in range(x.shape[0]):
-        y[k] = affine_element(normalize_element(x[k], m, s), w[k], b[k])
-
-
-@kernel("normalization.grad_terms_row", (_R32, _R32, _R32, _R32, _R32, _R32, _F32, _F32))
-@njit(cache=True)
-def _grad_terms_row(g, h, gw, gy, x, w, m, s):
-    # g = mul(gy, w) (the gradient of xhat), h = mul(g, xhat), gw = mul(gy, xhat)
-    for k in range(x.shape[0]):
-        g[k], h[k], gw[k] = grad_terms(gy[k], x[k], w[k], m, s)
-
-
-@kernel("normalization.grad_row", (_R32, _R32, _R32, _F32, _F32, _F32, _F32))
-@njit(cache=True)
-def _grad_row(dx, g, x, m, s, mg, c):
-    for k in range(x.shape[0]):
-        dx[k] = normalize_grad_element(g[k], normalize_element(x[k], m, s), mg, c, s)
+# Groups of 8 rows go two at a time (PAIRED_GROUPS): their sums then run as
+# two independent vector chains (softrep.cpu.reduce.eight_rows_f32).  The
+# elementwise steps index the rows' flat storage with unsigned offsets: a row
+# slice per call costs reference counting, and signed indices wraparound
+# tests, which keep the loops from vectorising.
+PAIRED_GROUPS = 2
 
 
 @kernel("normalization.layer_norm_eight", (_c(_F32, 2), _R32, _R32, _c(_F32, 2), _R32, _R32, _F32, _F32, _B,
                                            _I, _I))
 @njit(cache=True)
 def _layer_norm_eight(y, m, s, x, w, b, n, eps, center, g0, g1):
-    # groups g0 .. g1-1 of 8 rows; lanes: the tree's scratch, t: 8 rows of terms
+    # groups g0 .. g1-1 of 8 rows; lanes: the tree's scratch, t: the rows' terms
     L = x.shape[1]
     lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
-    t = np.empty(LANES * L, dtype=np.float32)
-    xf = x.reshape(-1)
+    t = np.empty(PAIRED_GROUPS * LANES * L, dtype=np.float32)
+    xf, yf = x.reshape(-1), y.reshape(-1)
     zero = zero_like(n)
-    for g in range(g0, g1):
-        i0 = g * LANES
+    width = np.uint64(L)
+    for g in range(g0, g1, PAIRED_GROUPS):
+        ge = min(g + PAIRED_GROUPS, g1)
+        i0, rows = g * LANES, (ge - g) * LANES
         if center:
-            eight_rows_f32(m, lanes, xf, L, g, g + 1)
-        for r in range(LANES):
-            i = i0 + r
-            m[i] = mean_of_sum(m[i], n) if center else zero
-            _squares_row(t[r * L:(r + 1) * L], x[i], m[i])
-        eight_rows_f32(s[i0:i0 + LANES], lanes, t, L, 0, 1)
-        for r in range(LANES):
-            i = i0 + r
-            s[i] = scale_of_squares(s[i], n, eps)
-            _affine_row(y[i], x[i], w, b, m[i], s[i])
+            eight_rows_f32(m, lanes, xf, L, g, ge)
+        for r in range(rows):
+            mi = mean_of_sum(m[i0 + r], n) if center else zero
+            m[i0 + r] = mi
+            row, terms = np.uint64(i0 + r) * width, np.uint64(r) * width
+            for k in range(width):
+                t[terms + k] = term_centered_square(xf[row + k], mi)
+        eight_rows_f32(s[i0:i0 + rows], lanes, t, L, 0, ge - g)
+        for r in range(rows):
+            si = scale_of_squares(s[i0 + r], n, eps)
+            s[i0 + r] = si
+            mi = m[i0 + r]
+            row = np.uint64(i0 + r) * width
+            for k in range(width):
+                yf[row + k] = affine_element(normalize_element(xf[row + k], mi, si), w[k], b[k])
 
 
-@kernel("normalization.layer_norm_grad_group", (_c(_F32, 2), _R32, _c(_F32, 2), _c(_F32, 2), _R32, _R32, _R32, _F32,
-                                                _B, _I, _R32, _R32, _R32, _R32))
+@kernel("normalization.layer_norm_grad_groups", (_c(_F32, 2), _R32, _c(_F32, 2), _c(_F32, 2), _R32, _R32, _R32,
+                                                 _F32, _B, _I, _I, _R32, _R32, _R32, _R32))
 @njit(cache=True)
-def _layer_norm_grad_group(dx, gw8, gy, x, w, m, s, n, center, i0, lanes, g, h, sums):
-    # rows i0 .. i0+7: dx, and their weight partials mul(gy, xhat) in gw8 (8
-    # rows of L, flat); lanes, g, h, sums: scratch
+def _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, ge, lanes, gx, h, sums):
+    # groups g .. ge-1 (at most PAIRED_GROUPS): dx, and their rows' weight
+    # partials mul(gy, xhat) in gw_rows (the rows' L elements each, flat);
+    # lanes, gx (mul(gy, w), the gradient of xhat), h (mul(gx, xhat)) and
+    # sums: scratch
     L = x.shape[1]
-    for r in range(LANES):
-        i = i0 + r
-        _grad_terms_row(g[r * L:(r + 1) * L], h[r * L:(r + 1) * L], gw8[r * L:(r + 1) * L], gy[i], x[i], w, m[i],
-                        s[i])
-    eight_rows_f32(sums, lanes, h, L, 0, 1)
+    width = np.uint64(L)
+    xf, gyf, dxf = x.reshape(-1), gy.reshape(-1), dx.reshape(-1)
+    i0, rows = g * LANES, (ge - g) * LANES
+    for r in range(rows):
+        mi, si = m[i0 + r], s[i0 + r]
+        row, at = np.uint64(i0 + r) * width, np.uint64(r) * width
+        for k in range(width):
+            gx[at + k], h[at + k], gw_rows[at + k] = grad_terms(gyf[row + k], xf[row + k], w[k], mi, si)
+    half = PAIRED_GROUPS * LANES
+    eight_rows_f32(sums, lanes, h, L, 0, ge - g)
     if center:
-        eight_rows_f32(sums[LANES:], lanes, g, L, 0, 1)
+        eight_rows_f32(sums[half:], lanes, gx, L, 0, ge - g)
     zero = zero_like(n)
-    for r in range(LANES):
-        i = i0 + r
+    for r in range(rows):
+        mi, si = m[i0 + r], s[i0 + r]
         c = mean_of_sum(sums[r], n)
-        mg = mean_of_sum(sums[LANES + r], n) if center else zero
-        _grad_row(dx[i], g[r * L:(r + 1) * L], x[i], m[i], s[i], mg, c)
+        mg = mean_of_sum(sums[half + r], n) if center else zero
+        row, at = np.uint64(i0 + r) * width, np.uint64(r) * width
+        for k in range(width):
+            dxf[row + k] = normalize_grad_element(gx[at + k], normalize_element(xf[row + k], mi, si), mg, c, si)
+
+
+@register_jitable
+def _grad_scratch(L):
+    """(lanes, gx, h, sums) of `_layer_norm_grad_groups` for rows of L elements."""
+    rows = PAIRED_GROUPS * LANES
+    return (np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32), np.empty(rows * L, dtype=np.float32),
+            np.empty(rows * L, dtype=np.float32), np.empty(2 * rows, dtype=np.float32))
 
 
 @kernel("normalization.layer_norm_grad_eight", (_c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _R32, _R32,
@@ -288,14 +292,12 @@ def _layer_norm_grad_group(dx, gw8, gy, x, w, m, s, n, center, i0, lanes, g, h, 
 @njit(cache=True)
 def _layer_norm_grad_eight(dx, gw, gy, x, w, m, s, n, center, g0, g1):
     L = x.shape[1]
-    lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
-    g = np.empty(LANES * L, dtype=np.float32)
-    h = np.empty(LANES * L, dtype=np.float32)
-    sums = np.empty(2 * LANES, dtype=np.float32)
+    lanes, gx, h, sums = _grad_scratch(L)
     gw_flat = gw.reshape(-1)
-    for q in range(g0, g1):
-        i0 = q * LANES
-        _layer_norm_grad_group(dx, gw_flat[i0 * L:(i0 + LANES) * L], gy, x, w, m, s, n, center, i0, lanes, g, h, sums)
+    for g in range(g0, g1, PAIRED_GROUPS):
+        ge = min(g + PAIRED_GROUPS, g1)
+        _layer_norm_grad_groups(dx, gw_flat[g * LANES * L:ge * LANES * L], gy, x, w, m, s, n, center, g, ge, lanes,
+                                gx, h, sums)
 
 
 # The batch tree of the affine gradients inside the row pass, when row i is
@@ -320,22 +322,21 @@ def _layer_norm_grad_node(dx, nodes, gy, x, w, m, s, n, center, item):
     # rows item * NODE_ROWS ... + NODE_ROWS - 1: dx, and nodes[0, item] /
     # nodes[1, item] the tree nodes of their weight and bias partials
     L = x.shape[1]
-    lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
-    g = np.empty(LANES * L, dtype=np.float32)
-    h = np.empty(LANES * L, dtype=np.float32)
-    sums = np.empty(2 * LANES, dtype=np.float32)
-    gw8 = np.empty(LANES * L, dtype=np.float32)
+    lanes, gx, h, sums = _grad_scratch(L)
+    gw_rows = np.empty(PAIRED_GROUPS * LANES * L, dtype=np.float32)
     stack_w = np.empty(NODE_SLOTS * L, dtype=np.float32)
     stack_b = np.empty(NODE_SLOTS * L, dtype=np.float32)
     gy_flat = gy.reshape(-1)
     count = 0
-    for i0 in range(item * NODE_ROWS, item * NODE_ROWS + NODE_ROWS, LANES):
-        _layer_norm_grad_group(dx, gw8, gy, x, w, m, s, n, center, i0, lanes, g, h, sums)
-        slot = tree_slot(count) * L
-        tree_node_of_eight(stack_w, slot, gw8, 0, L, L)
-        tree_node_of_eight(stack_b, slot, gy_flat, i0 * L, L, L)
-        tree_carry(stack_w, L, count, L)
-        count = tree_carry(stack_b, L, count, L)
+    first = item * GROUPS_PER_ITEM
+    for g in range(first, first + GROUPS_PER_ITEM, PAIRED_GROUPS):
+        _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, g + PAIRED_GROUPS, lanes, gx, h, sums)
+        for q in range(PAIRED_GROUPS):
+            slot = tree_slot(count) * L
+            tree_node_of_eight(stack_w, slot, gw_rows, q * LANES * L, L, L)
+            tree_node_of_eight(stack_b, slot, gy_flat, (g + q) * LANES * L, L, L)
+            tree_carry(stack_w, L, count, L)
+            count = tree_carry(stack_b, L, count, L)
     tree_finish(stack_w, L, count, L)
     tree_finish(stack_b, L, count, L)
     for k in range(L):
