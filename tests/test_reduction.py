@@ -694,7 +694,7 @@ def test_vectorised_block_partials_follow_the_order(n):
 
 @pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100),
                                  (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 512), (9, 640), (16, 1152),
-                                 (24, 128), (40, 8), (16, 32), (24, 640), (16, 1024)])
+                                 (24, 128), (40, 8), (16, 32), (24, 640), (16, 1024), (16, 384), (16, 200)])
 def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # Contiguous float32 rows of a length that is a multiple of 8, up to
     # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py
@@ -704,7 +704,9 @@ def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # COPIED_ROW_MAX (512) elements are read from a local copy of each group;
     # rows of at most one block, and uncopied rows whose stride is not a
     # multiple of 4 KB, go two groups at a time where two are left (24 x 128
-    # and 24 x 640: a pair, then one group; 16 x 1024: one at a time).  The light path's serial kernel,
+    # and 24 x 640: a pair, then one group; 16 x 1024: one at a time); the
+    # other copied rows take their whole blocks two at a time (384: a pair
+    # and one block; 200: one whole block and a partial one).  The light path's serial kernel,
     # which small sums take, is turned off here.
     monkeypatch.setattr(cpu_reduce, "SERIAL_MAX", 0)
     x = wide_values(40 + m + n, (m, n), torch.float32)

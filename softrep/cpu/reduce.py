@@ -232,6 +232,42 @@ def _eight_rows_group(out, lanes, src, base, n, i0):
         out[i0 + r] = lanes[r]
 
 
+@register_jitable
+def _eight_rows_block_pairs(out, lanes, src, base, n, i0):
+    # `_eight_rows_group` with the row's whole blocks two at a time: blocks j
+    # and j+1 of the 8 rows are two vectors whose add chains are independent
+    # (each still its own block's partials, left to right); a last single or
+    # partial block alone.
+    nb = (n + BLOCK - 1) // BLOCK
+    whole = n // BLOCK
+    for j in range(0, whole - 1, 2):
+        s = base + j * BLOCK
+        t = s + BLOCK
+        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, s, n)
+        d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, t, n)
+        p = _extend_seven(c0, c1, c2, c3, c4, c5, c6, c7)
+        q = _extend_seven(d0, d1, d2, d3, d4, d5, d6, d7)
+        for k in range(LANES, BLOCK, LANES):
+            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, s + k, n)
+            d0, d1, d2, d3, d4, d5, d6, d7 = _row_tile_columns(src, t + k, n)
+            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+            q = _extend_seven(extend_values_f32x8(q, d0), d1, d2, d3, d4, d5, d6, d7)
+        store_f32x8(lanes, j * LANES, p)
+        store_f32x8(lanes, (j + 1) * LANES, q)
+    for j in range(whole - whole % 2, nb):
+        s = base + j * BLOCK
+        stop = base + min(j * BLOCK + BLOCK, n)
+        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, s, n)
+        p = _extend_seven(c0, c1, c2, c3, c4, c5, c6, c7)
+        for k in range(s + LANES, stop, LANES):
+            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, k, n)
+            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+        store_f32x8(lanes, j * LANES, p)
+    sums_from_partials_f32x8(lanes, nb)
+    for r in range(LANES):
+        out[i0 + r] = lanes[r]
+
+
 @kernel("reduce.values.two_groups", (_OUT32, _C32, _C32, _C32, types.int64, types.int64, types.int64))
 @njit(cache=True)
 def _two_groups(out, lanes, lanes2, src, base, n, i0):
@@ -309,7 +345,7 @@ def eight_rows_f32(out, lanes, flat, n, g0, g1):
             base = g * LANES * n
             for k in range(0, LANES * n, LANES):
                 store_f32x8(local, k, load_f32x8(flat, base + k))
-            _eight_rows_group(out, lanes, local, 0, n, g * LANES)
+            _eight_rows_block_pairs(out, lanes, local, 0, n, g * LANES)
     else:
         for t in range(pairs):
             g = g0 + 2 * t
