@@ -40,10 +40,12 @@ import numba
 import numpy as np
 from numba import carray, njit, prange, types
 from numba.core import config as _numba_config
+from numba.extending import overload
 
 from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.widening import narrowed_bits, widened
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
+from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import address_as_pointer, host_vector_bits, kernel
 from .workspace import scratch, scratch_address
 
@@ -119,19 +121,79 @@ MR, NR, KC = BLOCKING.mr, BLOCKING.nr, BLOCKING.kc
 MC_PANELS, NC_PANELS = BLOCKING.mc_panels, BLOCKING.nc_panels
 
 
+# Packing rows into panels transposes: ap[.., k, r] = a[.., r, k].  For
+# float32, 8 rows at a time go through `transpose_f32x8` (8 k at a time: 8
+# vector loads along the rows, shuffles, 8 vector stores into the panel)
+# instead of one strided scalar load per element.  Values are only moved.
+
+
+def _rows_transposed(dst, d0, ld, src, s0, stride, k_count):
+    """dst[d0 + k*ld + r] = src[s0 + r*stride + k] for r < 8, k < k_count,
+    and True -- for float32 arrays (1-D, C-contiguous); otherwise False
+    (nothing done)."""
+
+
+def _rows_transposed_f32(dst, d0, ld, src, s0, stride, k_count):
+    k8 = k_count - k_count % LANES
+    for k in range(0, k8, LANES):
+        c0, c1, c2, c3, c4, c5, c6, c7 = transpose_f32x8(
+            load_f32x8(src, s0 + k), load_f32x8(src, s0 + stride + k), load_f32x8(src, s0 + 2 * stride + k),
+            load_f32x8(src, s0 + 3 * stride + k), load_f32x8(src, s0 + 4 * stride + k),
+            load_f32x8(src, s0 + 5 * stride + k), load_f32x8(src, s0 + 6 * stride + k),
+            load_f32x8(src, s0 + 7 * stride + k))
+        at = d0 + k * ld
+        store_f32x8(dst, at, c0)
+        store_f32x8(dst, at + ld, c1)
+        store_f32x8(dst, at + 2 * ld, c2)
+        store_f32x8(dst, at + 3 * ld, c3)
+        store_f32x8(dst, at + 4 * ld, c4)
+        store_f32x8(dst, at + 5 * ld, c5)
+        store_f32x8(dst, at + 6 * ld, c6)
+        store_f32x8(dst, at + 7 * ld, c7)
+    for k in range(k8, k_count):
+        for r in range(LANES):
+            dst[d0 + k * ld + r] = src[s0 + r * stride + k]
+    return True
+
+
+def _rows_not_transposed(dst, d0, ld, src, s0, stride, k_count):
+    return False
+
+
+@overload(_rows_transposed)
+def _rows_transposed_impl(dst, d0, ld, src, s0, stride, k_count):
+    if all(isinstance(t, types.Array) and t.dtype == types.float32 and t.ndim == 1 and t.layout == "C"
+           for t in (dst, src)):
+        return _rows_transposed_f32
+    return _rows_not_transposed
+
+
+@kernel("linalg.pack_a_panel", *[(types.Array(t, 1, "C"), types.Array(t, 1, "C")) + (_I,) * 6 for t in _FLOATS])
+@njit(cache=True)
+def _pack_a_panel(apf, af, b, ip, npan, m, k_count, mr):
+    # panel ip of batch b: ap[b, ip, k, r] = a[b, ip*mr + r, k], padding rows +0
+    # (apf, af: ap and a flat)
+    d0 = (b * npan + ip) * k_count * mr
+    s0 = (b * m + ip * mr) * k_count
+    rows = min(mr, m - ip * mr)
+    r = 0
+    while r + LANES <= rows and _rows_transposed(apf, d0 + r, mr, af, s0 + r * k_count, k_count, k_count):
+        r += LANES
+    for k in range(k_count):
+        for q in range(r, rows):
+            apf[d0 + k * mr + q] = af[s0 + q * k_count + k]
+        for q in range(rows, mr):
+            apf[d0 + k * mr + q] = 0
+
+
 @kernel("linalg.pack_a", *[sig + (_I,) for sig in _arrays(4, 3)])
 @njit(parallel=True, cache=True)
 def _pack_a(ap, a, mr):
     nb, m, k_count = a.shape
     npan = ap.shape[1]
+    apf, af = ap.reshape(-1), a.reshape(-1)
     for t in prange(nb * npan):
-        b, ip = t // npan, t % npan
-        rows = min(mr, m - ip * mr)
-        for k in range(k_count):
-            for r in range(rows):
-                ap[b, ip, k, r] = a[b, ip * mr + r, k]
-            for r in range(rows, mr):
-                ap[b, ip, k, r] = 0
+        _pack_a_panel(apf, af, t // npan, t % npan, npan, m, k_count, mr)
 
 
 @kernel("linalg.pack_b", *[sig + (_I,) for sig in _arrays(4, 3)])
@@ -486,11 +548,15 @@ def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout):
             rows = min(mr, m - ip * mr)
             for kk in range(k):
                 copy_run(ap, (ip * k + kk) * mr, x, xs + kk * m + ip * mr, rows, mr)
-    else:  # a panel's rows of one kk are k apart in x
+    else:  # a panel's rows of one kk are k apart in x: float32 transposes 8 rows at a time
         for ip in range(m_panels):
             rows = min(mr, m - ip * mr)
-            for kk in range(k):
-                gather_run(ap, (ip * k + kk) * mr, x, xs + ip * mr * k + kk, k, rows, mr)
+            r = 0
+            while r + LANES <= rows and _rows_transposed(ap, ip * k * mr + r, mr, x, xs + (ip * mr + r) * k, k, k):
+                r += LANES
+            if r < rows:
+                for kk in range(k):
+                    gather_run(ap, (ip * k + kk) * mr + r, x, xs + (ip * mr + r) * k + kk, k, rows - r, mr - r)
 
 
 @njit(cache=True, inline="always")
@@ -499,11 +565,15 @@ def pack_panels_b(bp, y, ys, k, n, nr, n_panels, layout):
     COLUMNS: at j*k + kk), into nr-column panels: bp[(jp*k + kk)*nr + j] =
     b[kk, jp*nr + j], the padding columns +0."""
     bp[(n_panels - 1) * k * nr:n_panels * k * nr] = 0
-    if layout == COLUMNS:  # a panel's columns of one kk are k apart in y
+    if layout == COLUMNS:  # a panel's columns of one kk are k apart in y: as pack_panels_a's rows
         for jp in range(n_panels):
             cols = min(nr, n - jp * nr)
-            for kk in range(k):
-                gather_run(bp, (jp * k + kk) * nr, y, ys + jp * nr * k + kk, k, cols, nr)
+            j = 0
+            while j + LANES <= cols and _rows_transposed(bp, jp * k * nr + j, nr, y, ys + (jp * nr + j) * k, k, k):
+                j += LANES
+            if j < cols:
+                for kk in range(k):
+                    gather_run(bp, (jp * k + kk) * nr + j, y, ys + (jp * nr + j) * k + kk, k, cols - j, nr - j)
     else:  # a panel's columns of one kk are consecutive in y
         for jp in range(n_panels):
             cols = min(nr, n - jp * nr)
