@@ -121,6 +121,31 @@ MR, NR, KC = BLOCKING.mr, BLOCKING.nr, BLOCKING.kc
 MC_PANELS, NC_PANELS = BLOCKING.mc_panels, BLOCKING.nc_panels
 
 
+@njit(cache=True, inline="always")
+def copy_run(dst, d0, src, s0, count, width):
+    """dst[d0 + r] = src[s0 + r] for r < count; `width` (a constant of the
+    caller, the panel width) is the common count, a loop of fixed length."""
+    d, s = dst[d0:d0 + count], src[s0:s0 + count]  # views from 0: no negative-index code
+    if count == width:
+        for r in range(width):
+            d[r] = s[r]
+    else:
+        for r in range(count):
+            d[r] = s[r]
+
+
+@njit(cache=True, inline="always")
+def gather_run(dst, d0, src, s0, stride, count, width):
+    """dst[d0 + r] = src[s0 + r*stride] for r < count, as `copy_run`."""
+    d, s = dst[d0:d0 + count], src[s0:]  # views from 0: no negative-index code
+    if count == width:
+        for r in range(width):
+            d[r] = s[r * stride]
+    else:
+        for r in range(count):
+            d[r] = s[r * stride]
+
+
 # Packing rows into panels transposes: ap[.., k, r] = a[.., r, k].  For
 # float32, 8 rows at a time go through `transpose_f32x8` (8 k at a time: 8
 # vector loads along the rows, shuffles, 8 vector stores into the panel)
@@ -196,20 +221,36 @@ def _pack_a(ap, a, mr):
         _pack_a_panel(apf, af, t // npan, t % npan, npan, m, k_count, mr)
 
 
+PACK_ROWS = 256  # rows of b per packing task
+
+
+@kernel("linalg.pack_b_panel", *[(types.Array(t, 1, "C"), types.Array(t, 1, "C")) + (_I,) * 7 for t in _FLOATS])
+@njit(cache=True)
+def _pack_b_panel(bpf, bmf, b, jp, k0, k_count, n, npan, nr):
+    # rows k0 .. k0+PACK_ROWS-1 of panel jp of batch b: bp[b, jp, k, j] =
+    # bm[b, k, jp*nr + j], padding +0 (bpf, bmf: bp and bm flat), written in
+    # address order, each k a contiguous run of b's row k
+    cols = min(nr, n - jp * nr)
+    d0 = (b * npan + jp) * k_count * nr
+    s0 = b * k_count * n + jp * nr
+    for k in range(k0, min(k0 + PACK_ROWS, k_count)):
+        copy_run(bpf, d0 + k * nr, bmf, s0 + k * n, cols, nr)
+        for j in range(cols, nr):
+            bpf[d0 + k * nr + j] = 0
+
+
 @kernel("linalg.pack_b", *[sig + (_I,) for sig in _arrays(4, 3)])
 @njit(parallel=True, cache=True)
 def _pack_b(bp, bm, nr):
-    # one task per row of b: reads are contiguous, each panel gets NR values
+    # one task per PACK_ROWS rows of one panel, written in address order (one
+    # task per row of b wrote to every panel at once, a store stream each)
     nb, k_count, n = bm.shape
     npan = bp.shape[1]
-    for t in prange(nb * k_count):
-        b, k = t // k_count, t % k_count
-        for jp in range(npan):
-            cols = min(nr, n - jp * nr)
-            for j in range(cols):
-                bp[b, jp, k, j] = bm[b, k, jp * nr + j]
-            for j in range(cols, nr):
-                bp[b, jp, k, j] = 0
+    chunks = (k_count + PACK_ROWS - 1) // PACK_ROWS
+    bpf, bmf = bp.reshape(-1), bm.reshape(-1)
+    for t in prange(nb * npan * chunks):
+        b, jp, c = t // (npan * chunks), (t // chunks) % npan, t % chunks
+        _pack_b_panel(bpf, bmf, b, jp, c * PACK_ROWS, k_count, n, npan, nr)
 
 
 # Transposed operands (a = at^T, b = bt^T with at, bt C-contiguous: the
@@ -509,31 +550,6 @@ ROWS, COLUMNS = 0, 1
 # Its addends: none, one row of n broadcast to every output row (linear's
 # bias), or a full (nb, m, n) addend.
 NO_ADDEND, ROW_ADDEND, FULL_ADDEND = 0, 1, 2
-
-
-@njit(cache=True, inline="always")
-def copy_run(dst, d0, src, s0, count, width):
-    """dst[d0 + r] = src[s0 + r] for r < count; `width` (a constant of the
-    caller, the panel width) is the common count, a loop of fixed length."""
-    d, s = dst[d0:d0 + count], src[s0:s0 + count]  # views from 0: no negative-index code
-    if count == width:
-        for r in range(width):
-            d[r] = s[r]
-    else:
-        for r in range(count):
-            d[r] = s[r]
-
-
-@njit(cache=True, inline="always")
-def gather_run(dst, d0, src, s0, stride, count, width):
-    """dst[d0 + r] = src[s0 + r*stride] for r < count, as `copy_run`."""
-    d, s = dst[d0:d0 + count], src[s0:]  # views from 0: no negative-index code
-    if count == width:
-        for r in range(width):
-            d[r] = s[r * stride]
-    else:
-        for r in range(count):
-            d[r] = s[r * stride]
 
 
 @njit(cache=True, inline="always")
