@@ -694,7 +694,8 @@ def test_vectorised_block_partials_follow_the_order(n):
 
 @pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100),
                                  (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 512), (9, 640), (16, 1152),
-                                 (24, 128), (40, 8), (16, 32), (24, 640), (16, 1024), (16, 384), (16, 200)])
+                                 (24, 128), (40, 8), (16, 32), (24, 640), (16, 1024), (16, 384), (16, 200),
+                                 (8 * 64 + 8 * 3 + 5, 64)])
 def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # Contiguous float32 rows of a length that is a multiple of 8, up to
     # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py

@@ -24,7 +24,7 @@ A sum runs in two passes, both parallel over independent work items:
 Short contiguous float32 rows (a multiple of 8 elements, at most
 SHORT_ROW_MAX) take one pass instead: groups of 8 rows, the rows in the
 lanes of one float32x8 vector, the tree right after the partials, in the
-lanes too (`_short_rows_f32`; GROUPS_PER_ITEM groups per work item).
+lanes too (`_short_rows_f32`; SUM_GROUPS_PER_ITEM groups per work item).
 
 Neither the split into work items nor the thread count enters any addition:
 every partial and every tree node is a fixed function of n.
@@ -354,19 +354,26 @@ def eight_rows_f32(out, lanes, flat, n, g0, g1):
             _eight_rows_group(out, lanes, flat, g * LANES * n, n, g * LANES)
 
 
-# Groups of 8 rows per work item: each work item's call passes three arrays,
+# Groups of 8 rows per work item of the normalisations' row kernels
+# (softrep/cpu/normalization.py): each work item's call passes three arrays,
 # whose reference counts the threads would otherwise update once per group.
 GROUPS_PER_ITEM = 16
+# ... and of the row sums: each `eight_rows_f32` call also allocates its
+# scratch (the second vector's partials, the aligned copy), about 15% of the
+# time of rows of 64 elements with 16 groups per call.
+SUM_GROUPS_PER_ITEM = 64
 
 
 @kernel("reduce.values.short_rows", (_OUT32, _C32_2D, _C32, types.int64))
 @njit(parallel=True, cache=True)
 def _short_rows_f32(out, lanes, flat, n):
-    # One work item per GROUPS_PER_ITEM groups of 8 rows (lanes: one scratch
-    # row per work item); rows beyond the last whole group are the caller's.
+    # One work item per SUM_GROUPS_PER_ITEM groups of 8 rows (lanes: one
+    # scratch row per work item); rows beyond the last whole group are the
+    # caller's.
     groups = out.shape[0] // LANES
     for w in prange(lanes.shape[0]):
-        eight_rows_f32(out, lanes[w], flat, n, w * GROUPS_PER_ITEM, min(w * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
+        first = w * SUM_GROUPS_PER_ITEM
+        eight_rows_f32(out, lanes[w], flat, n, first, min(first + SUM_GROUPS_PER_ITEM, groups))
 
 
 def _short_rows(x):
@@ -532,7 +539,7 @@ def blocked_sum(sums):
         nb = (n + BLOCK - 1) // BLOCK
         if plain_values and _short_rows(x):
             groups = M // LANES
-            items = (groups + GROUPS_PER_ITEM - 1) // GROUPS_PER_ITEM
+            items = (groups + SUM_GROUPS_PER_ITEM - 1) // SUM_GROUPS_PER_ITEM
             _short_rows_f32(out, np.empty((items, nb * LANES), dtype=x.dtype), x.reshape(-1), n)
             rest = groups * LANES
             if rest < M:
