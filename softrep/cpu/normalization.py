@@ -14,13 +14,15 @@ elements run 8 at a time, the sums in the lanes of one vector
 
 `layer_norm`, `layer_norm_grad`: layer_norm and rms_norm with the affine map,
 one row per normalised group.  Contiguous float32 rows of a multiple of 8
-elements run 8 at a time: each row's sums are the lanes of one vector
-(softrep.cpu.reduce.eight_rows_f32, the documented order in each lane), the
-sum of a row's centred squares from a scratch row of its terms, and the
-elementwise steps row by row while the 8 rows are in cache.  Other rows run
-one at a time (`layer_norm_row`, the streaming sums).  Both give each row
-the bits of the documented sequence; which rows share a work item changes
-nothing.
+elements run 8 at a time, two such groups together: each row's sums are
+the lanes of one vector (softrep.cpu.reduce.eight_rows_f32, the documented
+order in each lane), the sum of a row's centred squares from a scratch row
+of its terms, and the elementwise steps row by row while the rows are in
+cache.  Other rows run one at a time (`layer_norm_row`, the streaming
+sums).  Both give each row the bits of the documented sequence; which rows
+share a work item changes nothing.  `layer_norm_grad_nodes`: the same
+backward for rows that are a batch's samples, with the affine gradients'
+batch-tree nodes formed in the pass (see there).
 """
 
 import numpy as np
