@@ -553,6 +553,22 @@ NO_ADDEND, ROW_ADDEND, FULL_ADDEND = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
+def pack_rows_transposed(dst, x, xs, m, k, width, panels):
+    """The m rows of k elements stored row after row in x from xs on, into
+    width-row panels: dst[(ip*k + kk)*width + r] = x[xs + (ip*width + r)*k +
+    kk]; float32 moves 8 rows at a time through `transpose_f32x8`, the rest
+    are gathered.  (The padding rows are the caller's.)"""
+    for ip in range(panels):
+        rows = min(width, m - ip * width)
+        r, d0 = 0, ip * k * width
+        while r + LANES <= rows and _rows_transposed(dst, d0 + r, width, x, xs + (ip * width + r) * k, k, k):
+            r += LANES
+        if r < rows:
+            for kk in range(k):
+                gather_run(dst, (ip * k + kk) * width + r, x, xs + (ip * width + r) * k + kk, k, rows - r, width - r)
+
+
+@njit(cache=True, inline="always")
 def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout):
     """a (m, k), from x at offset xs in `layout` (ROWS: a[i, kk] at i*k + kk;
     COLUMNS: at kk*m + i), into mr-row panels: ap[(ip*k + kk)*mr + r] =
@@ -564,15 +580,8 @@ def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout):
             rows = min(mr, m - ip * mr)
             for kk in range(k):
                 copy_run(ap, (ip * k + kk) * mr, x, xs + kk * m + ip * mr, rows, mr)
-    else:  # a panel's rows of one kk are k apart in x: float32 transposes 8 rows at a time
-        for ip in range(m_panels):
-            rows = min(mr, m - ip * mr)
-            r = 0
-            while r + LANES <= rows and _rows_transposed(ap, ip * k * mr + r, mr, x, xs + (ip * mr + r) * k, k, k):
-                r += LANES
-            if r < rows:
-                for kk in range(k):
-                    gather_run(ap, (ip * k + kk) * mr + r, x, xs + (ip * mr + r) * k + kk, k, rows - r, mr - r)
+    else:  # a panel's rows of one kk are k apart in x
+        pack_rows_transposed(ap, x, xs, m, k, mr, m_panels)
 
 
 @njit(cache=True, inline="always")
@@ -581,15 +590,8 @@ def pack_panels_b(bp, y, ys, k, n, nr, n_panels, layout):
     COLUMNS: at j*k + kk), into nr-column panels: bp[(jp*k + kk)*nr + j] =
     b[kk, jp*nr + j], the padding columns +0."""
     bp[(n_panels - 1) * k * nr:n_panels * k * nr] = 0
-    if layout == COLUMNS:  # a panel's columns of one kk are k apart in y: as pack_panels_a's rows
-        for jp in range(n_panels):
-            cols = min(nr, n - jp * nr)
-            j = 0
-            while j + LANES <= cols and _rows_transposed(bp, jp * k * nr + j, nr, y, ys + (jp * nr + j) * k, k, k):
-                j += LANES
-            if j < cols:
-                for kk in range(k):
-                    gather_run(bp, (jp * k + kk) * nr + j, y, ys + (jp * nr + j) * k + kk, k, cols - j, nr - j)
+    if layout == COLUMNS:  # a panel's columns of one kk are k apart in y: b^T's rows
+        pack_rows_transposed(bp, y, ys, n, k, nr, n_panels)
     else:  # a panel's columns of one kk are consecutive in y
         for jp in range(n_panels):
             cols = min(nr, n - jp * nr)

@@ -214,22 +214,33 @@ _C32_2D = types.Array(types.float32, 2, "C")
 
 
 @register_jitable
+def _one_block(src, s, stop, n):
+    """The partials of one block of 8 rows (elements s .. stop-1 of the first
+    row in src, the others n apart) as one vector: each begun with its first
+    element (VALUES.begin) and extended left to right."""
+    c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, s, n)
+    p = _extend_seven(c0, c1, c2, c3, c4, c5, c6, c7)
+    for k in range(s + LANES, stop, LANES):
+        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, k, n)
+        p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
+    return p
+
+
+@register_jitable
+def _finish_group(out, lanes, nb, i0):
+    """out[i0 .. i0+7] = the 8 rows' sums from their nb block partials in lanes."""
+    sums_from_partials_f32x8(lanes, nb)
+    for r in range(LANES):
+        out[i0 + r] = lanes[r]
+
+
+@register_jitable
 def _eight_rows_group(out, lanes, src, base, n, i0):
     # Rows i0 .. i0+7, held in src from src[base] on (rows of n elements).
     nb = (n + BLOCK - 1) // BLOCK
     for j in range(nb):
-        s = base + j * BLOCK
-        stop = base + min(j * BLOCK + BLOCK, n)
-        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, s, n)
-        p = c0  # each block's partial begins with its first element (VALUES.begin)
-        p = _extend_seven(p, c1, c2, c3, c4, c5, c6, c7)
-        for k in range(s + LANES, stop, LANES):
-            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, k, n)
-            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
-        store_f32x8(lanes, j * LANES, p)
-    sums_from_partials_f32x8(lanes, nb)
-    for r in range(LANES):
-        out[i0 + r] = lanes[r]
+        store_f32x8(lanes, j * LANES, _one_block(src, base + j * BLOCK, base + min(j * BLOCK + BLOCK, n), n))
+    _finish_group(out, lanes, nb, i0)
 
 
 @register_jitable
@@ -255,17 +266,8 @@ def _eight_rows_block_pairs(out, lanes, src, base, n, i0):
         store_f32x8(lanes, j * LANES, p)
         store_f32x8(lanes, (j + 1) * LANES, q)
     for j in range(whole - whole % 2, nb):
-        s = base + j * BLOCK
-        stop = base + min(j * BLOCK + BLOCK, n)
-        c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, s, n)
-        p = _extend_seven(c0, c1, c2, c3, c4, c5, c6, c7)
-        for k in range(s + LANES, stop, LANES):
-            c0, c1, c2, c3, c4, c5, c6, c7 = _row_tile_columns(src, k, n)
-            p = _extend_seven(extend_values_f32x8(p, c0), c1, c2, c3, c4, c5, c6, c7)
-        store_f32x8(lanes, j * LANES, p)
-    sums_from_partials_f32x8(lanes, nb)
-    for r in range(LANES):
-        out[i0 + r] = lanes[r]
+        store_f32x8(lanes, j * LANES, _one_block(src, base + j * BLOCK, base + min(j * BLOCK + BLOCK, n), n))
+    _finish_group(out, lanes, nb, i0)
 
 
 @kernel("reduce.values.two_groups", (_OUT32, _C32, _C32, _C32, types.int64, types.int64, types.int64))
@@ -293,11 +295,8 @@ def _two_groups(out, lanes, lanes2, src, base, n, i0):
             q = _extend_seven(extend_values_f32x8(q, d0), d1, d2, d3, d4, d5, d6, d7)
         store_f32x8(lanes, j * LANES, p)
         store_f32x8(lanes2, j * LANES, q)
-    sums_from_partials_f32x8(lanes, nb)
-    sums_from_partials_f32x8(lanes2, nb)
-    for r in range(LANES):
-        out[i0 + r] = lanes[r]
-        out[i0 + LANES + r] = lanes2[r]
+    _finish_group(out, lanes, nb, i0)
+    _finish_group(out, lanes2, nb, i0 + LANES)
 
 
 @register_jitable
