@@ -315,6 +315,8 @@ def _layer_norm_grad_eight(dx, gw, gy, x, w, m, s, n, center, g0, g1):
 
 NODE_ROWS = GROUPS_PER_ITEM * LANES
 NODE_SLOTS = tree_slots(GROUPS_PER_ITEM)
+# a whole work item must be one tree node, and its groups must pair up
+assert NODE_ROWS & (NODE_ROWS - 1) == 0 and GROUPS_PER_ITEM % PAIRED_GROUPS == 0
 
 
 @kernel("normalization.layer_norm_grad_node", (_c(_F32, 2), _c(_F32, 3), _c(_F32, 2), _c(_F32, 2), _R32, _R32, _R32,
