@@ -224,20 +224,22 @@ def erfc_large_td(a):
 # * a P: two_prod and one fma, < 2^-104.
 # erf a to < 2^-75.4 relative (measured in the tests).
 #
-# erfc a = e^(-a^2) R(a), 1/4 <= a < 26.5, relative to R (tails T_K of
-# erf64_data.py, sum_{m >= K} |c_jm| h^m / min R):
+# erfc a = e^(-a^2) R(a), 1/4 <= a < 27.25, relative to R (tails T_K of
+# erf64_data.py, sum_{m >= K} |c_jm| h^m / min R, the maximum over all pieces):
 # * k >= 15 dropped: T_15 < 2^-75.9.
 # * k = 5 .. 14 by Horner in double on the exact d: < 2^-52 (T_5 + T_6 + ...)
 #   < 2^-52 * 1.04 T_5 = 2^-77.1 (T_5 < 2^-25.2).
-# * k = 4 .. 0 by double-double steps: on every piece below 26.5, sum_{m > k} |c_m| h^(m-k)
-#   < 0.032 |c_k| for k <= 4 (ERFCX_FAST_DOMINANCE, checked in the tests), so
-#   |p d| < |c_k| and fast_two_sum(c_k, p d) is exact; the low word's three
-#   roundings < 2^-103 of the step, which is < 1.07 R (module docstring): < 2^-100.
+# * k = 4 .. 0 by double-double steps: on every piece that meets [1/4, 27.25),
+#   sum_{m > k} |c_m| h^(m-k) < 0.032 |c_k| for k <= 4 (ERFCX_FAST_DOMINANCE,
+#   checked in the tests), so |p d| < |c_k| and fast_two_sum(c_k, p d) is
+#   exact; the low word's three roundings < 2^-103 of the step, which is
+#   < 1.07 R (module docstring): < 2^-100.
 # R to < 2^-75.4.  e^(-a^2): a^2 = s + t exactly, exp_dd_fast(-s) < 2^-78.1
-# (explog64.py), e^(-t) = 1 - t within t^2/2 < 2^-96 (t < 2^-53 * 26.5^2), the
-# factor applied to the low word by one fma (< 2^-100) with el t dropped
-# (< 2^-98); the product with R by two_prod and two fmas (< 2^-103):
-# erfc a to < 2^-75.4 + 2^-78.1 + 2^-95 < 2^-75.1 relative.
+# (explog64.py); |t| <= ulp(s)/2 <= 2^-44 (s < 742.6 < 2^10), and e^(-t) =
+# 1 - t within t^2/2 < 2^-89; the factor applied to the low word by one fma
+# (|el - eh t| < 2^-43.9 |eh|: < 2^-97) with el t dropped (< 2^-53 * 2^-44);
+# the product with R by two_prod and two fmas (< 2^-103): erfc a to
+# < 2^-75.4 + 2^-78.1 + 2^-88.9 < 2^-75.1 relative.
 
 _SERIES_FAST_TERMS = 12  # n = 0 .. 11
 _SERIES_FAST_SPLIT = 4  # n >= 4 by Horner in double
@@ -316,7 +318,7 @@ assert ERFCX_FAST_DEGREE == 14 and ERFCX_FAST_SPLIT == 5  # as written out in er
 
 @jitable
 def erfc_large_fast(a):
-    """(h, l, q): erfc a = (h + l) 2^q for 1/4 <= a < 26.5, h + l normalised
+    """(h, l, q): erfc a = (h + l) 2^q for 1/4 <= a < 27.25, h + l normalised
     (fast_two_sum), h in [2^-6, 2], relative error < 2^-75.1 (above); q an int32.
     Branch-free."""
     inline_into_callers()

@@ -31,8 +31,9 @@ float64 (`erfc_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
 The rounding tests use 2^-99 (|x| < 1/4) and 2^-98 (the others).
 These make the second of three steps (`erfc_dd_fast64`): the first
 (`erfc_fast64`) evaluates the same way in plain double, branch-free, for
-x < 26.5 (< 2^-75.1, tested with 2^-71; erf64.py's plain-double pieces), the
-third is the triple-double path.
+x < 27.25 (< 2^-75.1, tested with 2^-71, and with an outward window where
+the result may be subnormal; erf64.py's plain-double pieces), the third is
+the triple-double path.
 """
 
 import numpy as np
@@ -43,7 +44,7 @@ from .erf_pieces import erf_small, erfc_mid
 from .core import abs32, dd_add, fast_two_sum, pow2, two_prod
 from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_fast, erf_series_td, erfc_large_dd,
                     erfc_large_fast, erfc_large_td)
-from .exact64 import bracket_err
+from .exact64 import bracket_err, decide_subnormal
 from .multiword import dd_error, td_add, td_round, ziv_round
 from .exception_tables import exception_arrays, finish
 from .erf import erf_approx
@@ -156,19 +157,29 @@ def _erfc_special64(x):
 # * 2^-80 <= |x| < 1/4: 1 - erf x with erf's series (< 2^-75.4), 1 -+ h exact
 #   (fast_two_sum, |h| < 0.28), the low word one rounding; |erf x| / erfc x
 #   < 0.382: < 0.382 * 2^-75.4 + 2^-104 < 2^-76.7.
-# * 1/4 <= x < 26.5: erfc x = (h + l) 2^q < 2^-75.1 relative, rounded as h + l
-#   and scaled by 2^q: x^2 < 702.25 gives q >= -1014 (a normal power of two),
-#   h >= 0.9999 erfcx(26.5) > 2^-5.6 and the result >= erfc 26.5 > 2^-1019,
-#   a normal double, so the scaling is exact (26.5 <= x < 27.25, with
-#   results near or below 2^-1022, is left undecided).
+# * 1/4 <= x < 27.25: erfc x = (h + l) 2^q < 2^-75.1 relative (erf64.py's
+#   bound holds on the whole piece [26, 28): its tails and the dominance of
+#   the double-double steps are those of every piece), h >= 0.9999
+#   erfcx(27.25) > 2^-5.7.
+#   - h 2^q >= 2^-1022: RN(h + l) 2^q by bracket_err's window, then scaled
+#     by 2^(q + 64) (exact) and by 2^-64 (exact where the rounded value is
+#     at least 2^-1022, which the decision requires; a window's end just
+#     below 2^-1022 leaves the argument undecided).
+#   - h 2^q < 2^-1022 (x > 26.54): exact64.decide_subnormal rounds h + l
+#     once onto the subnormal grid (h 2^q >= erfc 27.25 (1 - 2^-74) >
+#     2^-1077, as it needs).
 # * -6 < x <= -1/4: 2 - erfc|x|, erfc|x| < 0.724 (scaled words normal, q >= -53),
 #   2 - h exact, erfc|x| / (2 - erfc|x|) < 0.57: < 0.57 * 2^-75.1 + 2^-104.
 # bracket_err's window err = 2^-71 h exceeds 2 * 2^-75.1 |h + l| + 2^-52 |l|
 # by more than 2^3.
 ERFC64_PLAIN_EPS = F64(2.0**-71)
-ERFC64_PLAIN_HIGH = F64(26.5)
+ERFC64_TINY_EPS = F64(2.0**-74)  # relative error of h + l < 2^-75.1 (above)
 SERIES_SAFE64 = F64(0.125)
 LARGE_SAFE64 = F64(1.0)
+_SCALE_UP = np.int32(64)
+_TWO_M64 = F64(2.0**-64)
+_Q_MIN = np.int32(-1022)
+_MIN_NORMAL = F64(2.0**-1022)
 
 
 @jitable
@@ -178,12 +189,12 @@ def erfc_fast64(x):
     erfc|x| and 2 - erfc|x| beyond, 2, 1 and +0 for x <= -6, |x| < 2^-80 and
     x >= 27.25, NaN.  Branch-free (both evaluations run on safe arguments and
     one is selected), so that the CPU launcher vectorises it.  Undecided:
-    26.5 <= x < 27.25 and about one argument in 2^17, which `erfc_f64` hands
-    to the double-double step."""
+    about one argument in 2^17, which `erfc_f64` hands to the double-double
+    step."""
     inline_into_callers()
     a = fabs(x)
     series = a < SERIES_LIMIT
-    inside = (a >= TINY) & (x > TWO_LIMIT64) & (x < ERFC64_PLAIN_HIGH)
+    inside = (a >= TINY) & (x > TWO_LIMIT64) & (x < ZERO_LIMIT64)
     sa = a if inside & series else SERIES_SAFE64
     vh, vl = two_prod(sa, sa)
     sh, sl = erf_series_fast(sa, vh, vl)
@@ -193,21 +204,28 @@ def erfc_fast64(x):
     sh, sl = fast_two_sum(h, add_rn(e, sl))
     la = a if inside & (not series) else LARGE_SAFE64
     ch, cl, q = erfc_large_fast(la)
-    s = pow2(q)
+    s = pow2(max(q, _Q_MIN))  # used where x < 0 (q >= -53)
     h, e = fast_two_sum(TWO, negate(mul_rn(ch, s)))
     nh, nl = fast_two_sum(h, sub_rn(e, mul_rn(cl, s)))
     negative = x < ZERO64
     h = sh if series else (nh if negative else ch)
     l = sl if series else (nl if negative else cl)
+    up = pow2((q if not (series | negative) else np.int32(0)) + _SCALE_UP)
     lo, hi = bracket_err(h, l, mul_rn(h, ERFC64_PLAIN_EPS))
-    r = lo if series | negative else mul_rn(lo, s)
-    r = ONE if a < TINY else r
+    lo = mul_rn(mul_rn(lo, up), _TWO_M64)
+    hi = mul_rn(mul_rn(hi, up), _TWO_M64)
+    decided = (lo == hi) & (lo >= _MIN_NORMAL)
+    tiny, tiny_decided = decide_subnormal(h, l, q, ERFC64_TINY_EPS)
+    subnormal = mul_rn(mul_rn(h, up), _TWO_M64) < _MIN_NORMAL
+    lo = tiny if subnormal else lo
+    decided = tiny_decided if subnormal else decided
+    r = ONE if a < TINY else lo
     r = TWO if x <= TWO_LIMIT64 else r
     r = ZERO64 if x >= ZERO_LIMIT64 else r
     nan = x != x
     r = NAN64 if nan else r
     done = (a < TINY) | (x <= TWO_LIMIT64) | (x >= ZERO_LIMIT64) | nan
-    return r, (inside & (lo == hi)) | done
+    return r, (inside & decided) | done
 
 
 @jitable

@@ -29,7 +29,7 @@ promoted to float64 by Numba).
 
 import numpy as np
 
-from ...primitives.rounding import add_rd, add_rn, add_ru, bitcast, jitable, mul_rn, mul_ru, sub_rd, sub_rn
+from ...primitives.rounding import add_rd, add_rn, add_ru, bitcast, fabs, jitable, mul_rn, mul_ru, sub_rd, sub_rn
 from .core import pow2
 
 _INF64 = np.float64(np.inf)
@@ -126,6 +126,44 @@ def decide_scaled(x, h, l, q, eps, inside, above, below):
     r = _ZERO64 if below else r
     r = x if nan else r
     return r, (inside & (lo == hi)) | above | below | nan
+
+
+# Results below 2^-1022.  A subnormal result v = (h + l) 2^q lies on the grid
+# of multiples of 2^-1074, coarser than h's own: rounding h + l to a double
+# and then scaling would round twice.  With s = 2^(q + 1074), H = h s is
+# exact (the callers' v >= 2^-1080, so H >= 2^-6 is normal), L = l s rounds
+# by at most 2^-1075 (where it is subnormal), and v / 2^-1074 = H + L < 2^52.
+# n = RN(H + 1.5 2^52) - 1.5 2^52 is the integer nearest to H (exact for
+# 0 <= H < 2^52), f = H - n is exact (|f| <= 1/2, a multiple of ulp(H)), and
+# d = RN(f + L) is f + L to within 2^-53 (|f + L| < 1), |d| - 1/2 to within
+# 2^-54 more.  RN(v / 2^-1074) is n - 1, n or n + 1 as f + L is below -1/2,
+# between, or above 1/2 (v is never on a midpoint where the window is
+# narrower than its distance to it); with an error E = eps H of H + L, the
+# side is certain when ||d| - 1/2| > eps H + 2^-52.  The integer times
+# 2^-1074 is formed exactly in two scalings.
+_SUB_SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52
+_SUB_SLACK = F64(2.0**-52)
+_HALF = F64(0.5)
+_TWO_M1000 = F64(2.0**-1000)
+_TWO_M74 = F64(2.0**-74)
+_Q_SUB = np.int32(1074)
+_Q_CAP = np.int32(1023)
+
+
+@jitable
+def decide_subnormal(h, l, q, eps):
+    """(RN((h + l) 2^q), decided) for a value (h + l) 2^q below 2^-1022 with
+    h > 0 and a relative error below eps (above); rounded once, onto the
+    subnormal grid.  Branch-free: a q out of range gives an unused result."""
+    up = pow2(min(np.int32(q) + _Q_SUB, _Q_CAP))
+    big = mul_rn(h, up)
+    n = sub_rn(add_rn(big, _SUB_SHIFT), _SUB_SHIFT)
+    d = add_rn(sub_rn(big, n), mul_rn(l, up))
+    n = add_rn(n, F64(1.0)) if d > _HALF else n
+    n = sub_rn(n, F64(1.0)) if d < -_HALF else n
+    margin = add_rn(mul_rn(big, eps), _SUB_SLACK)
+    distance = sub_rn(fabs(d), _HALF)
+    return mul_rn(mul_rn(n, _TWO_M1000), _TWO_M74), fabs(distance) > margin
 
 
 @jitable
