@@ -24,6 +24,7 @@ is transcendental, never a double or a midpoint.  Where it cannot decide:
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn
 from .core import (abs32, F64, HALF, INF32, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_core,
                     exp_dd, pow2, round_if_safe)
@@ -73,6 +74,7 @@ def half_scaled(r, q):
 def cosh_fast64(x):
     """(cosh x correctly rounded, True), or (anything, False) where the fast
     path cannot decide (the analysis is above); branch-free."""
+    inline_into_callers()
     a = fabs(x)
     inside = a <= COSH64_FAST_HI
     h, l, q = exp_pm_fast(a if inside else ZERO, False)

@@ -28,6 +28,7 @@ import numpy as np
 
 from fractions import Fraction
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import (F64, INF32, LN10_H, LN10_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
                     two_prod, two_sum)
@@ -143,6 +144,7 @@ def exp10_fast64(x):
     CPU launcher vectorises it.  Undecided: about one argument in 2^20, some
     integers, and the subnormal or nearly overflowing results, which
     `exp10_f64` hands to the double-double path."""
+    inline_into_callers()
     inside = (x >= EXP10_64_FAST_LO) & (x <= EXP10_64_FAST_HI)
     h, l, q = exp10_dd_fast(x if inside else ZERO64)
     return decide_scaled(x, h, l, q, EXP10_64_FAST_EPS, inside, x > EXP10_64_OVERFLOW, x < EXP10_64_UNDERFLOW)

@@ -38,6 +38,7 @@ from math import factorial
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, F6H, F6L, F7H, F7L, F8H, F8L, F64, INF32, NAN32, ONE,
                    ZERO, dd_add, dd_mul, dd_to_f32, exp_dd, expm1_core, fast_two_sum, pow2, round_if_safe, two_prod,
@@ -237,6 +238,7 @@ def expm1_fast64(x):
     one is selected), so that the CPU launcher vectorises it.  Undecided:
     the arguments whose window holds a rounding boundary, and 709.7 < x <=
     709.79, which `expm1_f64` hands to the double-double path."""
+    inline_into_callers()
     a = fabs(x)
     series = (a >= EXPM1_64_TINY) & (a < EXPM1_64_FAST_SERIES)
     exp_range = (a >= EXPM1_64_FAST_SERIES) & (x >= EXPM1_64_SATURATE) & (x <= EXPM1_64_FAST_HI)

@@ -15,6 +15,7 @@ version.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fabs, jitable, mul_rn, negate
 from .core import F64, INF32, NAN32, ZERO, dd_mul, dd_to_f32, log_core, log_dd, round_if_safe
 from .exact64 import bracket_err
@@ -67,10 +68,12 @@ def log_special64(x):
 
 
 # explog64.log_dd_fast's relative error is < 2^-67.0 (explog64.py; measured
-# < 2^-69): the rounding test's window, err = 2^-64 |h|, is more than
-# 2 * 2^-67.0 |h + l| + 2^-52 |l| (exact64.bracket_err's condition), with a
-# margin of 2^2.0.
-LOG64_FAST_EPS = F64(2.0**-64)
+# < 2^-69): the rounding test's window, err = 2^-65.5 |h|, is more than
+# 2 * 2^-67.0 |h + l| + 2^-52 |l| < 2^-65.99 |h| (exact64.bracket_err's
+# condition; |l| <= 2^-52 |h|), with a margin of 2^0.49.  The narrower the
+# window, the fewer arguments go on to the double-double path (about one in
+# 2^12 here).
+LOG64_FAST_EPS = F64(2.0**-65.5)
 ONE64 = F64(1.0)
 
 
@@ -82,7 +85,7 @@ def log_fast64(x):
     log x is a normal double or 0); the specials of `log_special64`.
     Branch-free (the specials evaluate log(1) and their result is discarded),
     so that the CPU launcher vectorises it.  Undecided: about one argument in
-    2^10, which `log_f64` hands to the double-double path.  log(1) = +0 (r = 0,
+    2^12, which `log_f64` hands to the double-double path.  log(1) = +0 (r = 0,
     every term is +0)."""
     finite = (x > ZERO64) & (x < INF64)
     h, l = log_dd_fast(x if finite else ONE64)
@@ -100,12 +103,13 @@ def log_times_fast64(x, ch, cl):
     from the plain-double log.  explog64.log_dd_fast (< 2^-67.0) times the
     constant (dd_mul, < 2^-102; the constant's own error, measured in
     tests/test_mathlib_f64_fast.py, < 2^-104) is within 2^-66.99 of the exact
-    value, relatively, so the window of log_fast64, 2^-64 |h|, keeps its
-    margin of 2^2.0 over exact64.bracket_err's condition.  Exact results (x a
+    value, relatively, so the window of log_fast64, 2^-65.5 |h|, keeps its
+    margin of 2^0.49 over exact64.bracket_err's condition.  Exact results (x a
     power of 2 for log2, of 10 for log10, where the value is an integer) are
     doubles far from every rounding boundary, so both ends of the window
     round to them; no other result is a double or a midpoint (the values are
     irrational).  Branch-free, as log_fast64, whose specials it shares."""
+    inline_into_callers()
     finite = (x > ZERO64) & (x < INF64)
     h, l = log_dd_fast(x if finite else ONE64)
     ph, pl = dd_mul(h, l, ch, cl)

@@ -11,7 +11,7 @@ Accurate path: log_dd(x) * (1/ln10 as a double-double), relative error < 2^-67.
 float64 (`log10_f64`, correctly rounded; scheme: multiword.py): first the
 plain-double log of explog64.log_dd_fast times 1/ln10 with a four-addition
 rounding test (`log10_fast64`, log.log_times_fast64: relative error
-< 2^-66.99, window 2^-64); where it cannot decide, x = 2^e m as in
+< 2^-66.99, window 2^-65.5); where it cannot decide, x = 2^e m as in
 explog64.py, log10(x) = e log10(2) + log(m)/ln10: e log10(2) with an exact
 two_prod and one fma (< 2^-104) or two two_prods and a rounded product
 (< 2^-157), log m (< 2^-95.9, < 2^-144.3) times 1/ln10 (dd_mul / td_mul);
@@ -24,6 +24,7 @@ for every other double x.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn
 from .core import (F64, INF32, INV_LN10, INV_LN10_L, LOG10_2_H, LOG10_2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32,
                     log_dd, log_reduce, logm_core, round_if_safe, two_prod)
@@ -60,6 +61,7 @@ LOG10_64_EPS = F64(2.0**-93)
 @jitable
 def log10_fast64(x):
     """The plain-double fast path: log(x)/ln10 (log.log_times_fast64)."""
+    inline_into_callers()
     return log_times_fast64(x, INV_LN10, INV_LN10_L)
 
 

@@ -43,6 +43,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (F64, INF32, NAN32, ONE, TWO, atanh_series, dd_add, dd_div, dd_to_f32, fast_two_sum, log_core,
                    log_dd, round_if_safe, two_prod, two_sum)
@@ -130,11 +131,12 @@ def log1p_dd_fast64(x):
 # once (< 2^-104 |lh|), and the last fast_two_sum is exact.  Relative to
 # |log1p(x)| > 2^-9.003: < 2^-67.0 (1 + 2^-43) + 2^-96.3 + 2^-104 < 2^-66.99.
 # The rounding test (exact64.bracket_err) needs err >= 2E |v| + 2^-52 |l|;
-# both use 2^-64 |h|, as log_fast64 (a margin of 2^2.1).  log1p of a nonzero
-# double is never a double or a midpoint (it is transcendental), so only the
-# window leaves an argument undecided: about one in 2^10.
+# both use 2^-65.5 |h|, as log_fast64 (a margin of 2^0.49 over 2 * 2^-66.99 +
+# 2^-104).  log1p of a nonzero double is never a double or a midpoint (it is
+# transcendental), so only the window leaves an argument undecided: about one
+# in 2^12.
 LOG1P_64_FAST_NEAR = F64(2.0**-9)
-LOG1P_64_FAST_EPS = F64(2.0**-64)
+LOG1P_64_FAST_EPS = F64(2.0**-65.5)
 NEAR_SAFE = F64(2.0**-10)
 
 
@@ -157,6 +159,7 @@ def log1p_fast64(x):
     Branch-free (both evaluations run on substituted arguments and one is
     selected), so that the CPU launcher vectorises it.  What it cannot decide
     `log1p_f64` hands to the double-double path."""
+    inline_into_callers()
     a = fabs(x)
     near = (a >= LOG1P_64_TINY) & (a < LOG1P_64_FAST_NEAR)
     far = (a >= LOG1P_64_FAST_NEAR) & (x > MINUS_ONE64) & (x < INF64)

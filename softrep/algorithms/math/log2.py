@@ -9,7 +9,7 @@ Accurate path: log_dd(x) * (1/ln2 as a double-double), relative error < 2^-67.
 float64 (`log2_f64`, correctly rounded; scheme: multiword.py): first the
 plain-double log of explog64.log_dd_fast times 1/ln2 with a four-addition
 rounding test (`log2_fast64`, log.log_times_fast64: relative error
-< 2^-66.99, window 2^-64); where it cannot decide, x = 2^e m as in
+< 2^-66.99, window 2^-65.5); where it cannot decide, x = 2^e m as in
 explog64.py, log2(x) = e + log(m)/ln2 with e exact: log m (double-double
 < 2^-95.9, triple-double < 2^-144.3) times 1/ln2 (dd_mul < 2^-102 and the
 constant's 2^-106; td_mul < 2^-151 and 2^-159), plus e (|log2 m| <= 1/2, so
@@ -21,6 +21,7 @@ double x, so no other result is a double or a midpoint.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fma_rn, jitable
 from .core import (F64, INF32, INV_LN2, INV_LN2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32, log_dd, log_reduce,
                     logm_core, round_if_safe)
@@ -56,6 +57,7 @@ ONE64 = F64(1.0)
 @jitable
 def log2_fast64(x):
     """The plain-double fast path: log(x)/ln2 (log.log_times_fast64)."""
+    inline_into_callers()
     return log_times_fast64(x, INV_LN2, INV_LN2_L)
 
 

@@ -33,6 +33,7 @@ cannot decide goes to the double-double path, then the triple-double one.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
 from .core import (abs32, signbit32, F64, NAN32, NEG_ZERO, ONE, ZERO, dd_add, dd_div, dd_to_f32, fast_two_sum,
                    exp_core, exp_dd, pow2, round_if_safe)
@@ -120,6 +121,7 @@ def sigmoid_fast64(x):
     results); `sigmoid_f64` hands them to the double-double path.  (The
     cubic's round_sum is left out here: its rounding to odd branches, and
     the loop would not vectorise.)"""
+    inline_into_callers()
     inside = (x >= SIGMOID64_FAST_LO) & (x <= SIGMOID64_HI)
     h, l, q = exp_dd_fast(negate(fabs(x)) if inside else ZERO)
     s = pow2(q)

@@ -36,6 +36,7 @@ double or a midpoint.  a < 2^-26 gives x (below); the rest goes on to:
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fabs, fma_rn, jitable, mul_rn, negate, sub_rn, div_rn
 from .core import (abs32, neg32, signbit32, F64, HALF, INF32, NAN32, ONE, S3, S5, S7, S9, S11, S13, S15, S17, S19, ZERO, dd_add,
                     dd_div, dd_mul, dd_to_f32, exp_core, exp_dd, round_if_safe, two_prod)
@@ -145,6 +146,7 @@ def sinh_abs_fast64(a):
 def sinh_fast64(x):
     """(sinh x correctly rounded, True), or (anything, False) where the fast
     path cannot decide (the analysis is above); branch-free."""
+    inline_into_callers()
     a = fabs(x)
     inside = (a >= SINH64_SERIES) & (a <= SINH64_FAST_HI)
     h, l, q = exp_pm_fast(a if inside else SINH64_SERIES, True)

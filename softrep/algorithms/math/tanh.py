@@ -31,6 +31,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (abs32, neg32, signbit32, F64, NAN32, ONE, TWO, ZERO, dd_add, dd_div, dd_to_f32, exp_dd, expm1_core,
                     fast_two_sum, pow2, round_if_safe, two_prod, two_sum)
@@ -146,6 +147,7 @@ def tanh_series_fast(a):
 def tanh_exp_fast(a):
     """tanh a = em/(em + 2), em = e^(2a) - 1, as a double-double for 2^-6 <= a
     <= 22, relative error < 2^-73 (above)."""
+    inline_into_callers()
     mh, ml = expm1_exp_fast(mul_rn(a, TWO64))
     dh, e = two_sum(mh, TWO64)
     dh, dl = fast_two_sum(dh, add_rn(e, ml))
@@ -160,6 +162,7 @@ def tanh_fast64(x):
     selected; other arguments evaluate tanh(0)), so that the CPU launcher
     vectorises it.  Undecided: about one argument in 2^15, which `tanh_f64`
     hands to the double-double path."""
+    inline_into_callers()
     a = fabs(x)
     inside = (a >= TANH64_TINY) & (a <= TANH64_SATURATE)
     series = a < TANH64_SERIES

@@ -1,0 +1,60 @@
+"""Every branch-free first step of the math functions compiles to a vector loop.
+
+The CPU launcher runs `<name>_fast` (float32) or `<name>_fast64` (float64)
+over a chunk in a loop that LLVM vectorises (softrep/cpu/launch.py).  A
+helper that LLVM declines to inline stays a call in that loop, and the loop
+stays scalar: the results are the same bits, only several times slower.
+This compiles each first step in the launcher's loop form and checks the
+optimised IR for vector arithmetic and for calls into softrep.
+"""
+
+import re
+
+import numpy as np
+import pytest
+from numba import njit
+
+import softrep.algorithms.math as AM
+from softrep.cpu.launch import prefer_host_vectors
+
+TWO_ARGUMENTS = ("pow", "hypot")
+# rsqrt's first step has early returns for its specials (it is not branch-free)
+SCALAR = ("rsqrt_fast64",)
+FAST = sorted(n for n in dir(AM) if n.endswith(("_fast", "_fast64")) and n not in SCALAR)
+
+
+def _loop(fast, nin):
+    """The decided-first launcher's first loop (softrep/cpu/launch.py)."""
+    if nin == 1:
+        def loop(out, x, lo, hi):
+            prefer_host_vectors()
+            undecided = np.uint32(0)
+            for i in range(np.uint64(lo), np.uint64(hi)):
+                r, ok = fast(x[i])
+                out[i] = r
+                undecided |= np.uint32(0) if ok else np.uint32(1)
+            return undecided
+    else:
+        def loop(out, x, lo, hi):
+            prefer_host_vectors()
+            undecided = np.uint32(0)
+            for i in range(np.uint64(lo), np.uint64(hi)):
+                r, ok = fast(x[i], x[i])
+                out[i] = r
+                undecided |= np.uint32(0) if ok else np.uint32(1)
+            return undecided
+    return njit(error_model="numpy")(loop)
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_first_step_loop_is_vectorised(name):
+    dtype = np.float64 if name.endswith("64") else np.float32
+    nin = 2 if name.split("_")[0] in TWO_ARGUMENTS else 1
+    loop = _loop(getattr(AM, name), nin)
+    x = np.linspace(0.5, 2.0, 64).astype(dtype)
+    loop(np.empty_like(x), x, 0, x.size)
+    ir = "\n".join(loop.inspect_llvm().values())
+    calls = set(re.findall(r"call [^@\n]*@(_ZN7softrep[^(\s]*)", ir))
+    assert not calls, f"{name}: calls left in the loop: {sorted(calls)}"
+    lanes = "double" if dtype == np.float64 else "float"
+    assert re.search(rf"<\d+ x {lanes}>", ir), f"{name}: no vector arithmetic"
