@@ -22,6 +22,7 @@ which has more than 24 significant bits: impossible.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import WINDOW_HI, WINDOW_LO, abs32, fast_two_sum, neg32, round_if_safe, signbit32, two_prod
 from .exact64 import (bracket, bracket_err, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
@@ -267,6 +268,7 @@ def cbrt_fast64(x):
     canonical).  Branch-free, so that the CPU launcher vectorises it.
     Undecided: about one argument in 2^26, which `cbrt_f64` hands to the
     double-double evaluation and its exact decision."""
+    inline_into_callers()
     a = fabs(x)
     h, l, k = cbrt_eval_fast64(x)
     lo, hi = bracket_err(h, l, mul_rn(h, REL_FAST64))

@@ -19,6 +19,7 @@ triple-double version.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import jitable
 from .core import F64, NAN32, NEG_ZERO, ZERO, clamp, dd_to_f32, exp_core, exp_dd, round_if_safe
 from .exact64 import decide_scaled
@@ -35,6 +36,7 @@ def exp_fast(x):
     selects (a NaN passes through, fails the rounding test and is left to
     exp_f32).  exp_core's low word is -0, which LLVM drops from the sum
     (r + -0 is r for every r, while r + +0 turns -0 into +0)."""
+    inline_into_callers()
     return round_if_safe(exp_core(F64(clamp(x, EXP_UNDERFLOW, EXP_OVERFLOW)), NEG_ZERO))
 
 
@@ -75,6 +77,7 @@ def exp_fast64(x):
     launcher vectorises it.  Undecided: about one argument in 2^20, and
     -745.2 <= x < -708.3, 709.7 < x <= 709.79 (subnormal or nearly
     overflowing results), which `exp_f64` hands to the double-double path."""
+    inline_into_callers()
     inside = (x >= EXP64_FAST_LO) & (x <= EXP64_FAST_HI)
     h, l, q = exp_dd_fast(x if inside else ZERO)
     return decide_scaled(x, h, l, q, EXP64_FAST_EPS, inside, x > EXP64_OVERFLOW, x < EXP64_UNDERFLOW)

@@ -29,12 +29,12 @@ import numpy as np
 from fractions import Fraction
 
 from ...primitives.jit import inline_into_callers
-from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, negate, sub_rn
+from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
 from .core import (F64, INF32, LN10_H, LN10_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
-                    two_prod, two_sum)
+                    two_prod)
 from .exact64 import decide_scaled
-from .explog64 import EXP12_L1, EXP12_L2, EXP12_L3, LN10_TD, SHIFT, exp_dd as exp_dd64, exp_reduced_fast, exp_td
-from .multiword import LN10_Q, LN2_Q, dd_error, td_add, td_round, ziv_round
+from .explog64 import LN10_TD, SHIFT, exp_dd as exp_dd64, exp_reduce_fast, exp_reduced_fast, exp_td
+from .multiword import dd_error, td_add, td_round, ziv_round
 
 EXP10_OVERFLOW = np.float32(39.0)
 EXP10_UNDERFLOW = np.float32(-46.0)
@@ -78,34 +78,20 @@ def exp10_z64(x):
 
 # --------------------------------------------------------------------------- the plain-double fast path
 #
-# 10^x = 2^(k/4096) e^r, k = round(4096 x log2(10)), r = x ln10 - k ln2/4096,
-# then explog64.exp_reduced_fast, as exp's fast path (explog64.exp_dd_fast).
+# 10^x = e^(x ln10): x ln10 as a double-double, then explog64's reduction
+# and evaluation, as exp's fast path (explog64.exp_dd_fast).
 #
-# * k = RN(x C + SHIFT) - SHIFT, C = RN(4096 log2(10)) (relative error
-#   < 2^-53, times |x C| < 2^22.1 for |x| <= 324: < 2^-30.9), so
-#   |x 4096 log2(10) - k| <= 1/2 + 2^-30.9 and |r| < (1/2 + 2^-30.9) ln2/4096
-#   < 2^-13.52; |k| < 2^22.1.
 # * x ln10 = ah + al + d1: (ah, e0) = x LN10_H exactly (two_prod), al =
 #   RN(x LN10_L + e0): |ah| < 746 < 2^10, |e0| <= ulp(ah)/2 <= 2^-44, |x
 #   LN10_L| < 324 * 2^-52 < 2^-43.6, so |al| < 2^-42 and its rounding is
 #   < 2^-96; LN10_H + LN10_L misses ln10 by < 2^-106.3 (measured in the
-#   tests), times |x|: < 2^-97.9.
-# * r0 = ah - k L1 is exact (one fma): L1's last bit is 2^-42 and ulp(ah) <=
-#   2^-43, so the difference is a multiple of ulp(ah); for k != 0, |x C| >=
-#   1/2 gives |ah| > 2^-14, ulp(ah) >= 2^-66, and |r0| <= |r| + |al| + |d1| +
-#   |k| |L2| < 2^-13.5 is below 2^53 ulp(ah); for k = 0, r0 = ah.
-# * (ph, pl) = k L2 and (rh0, e) = r0 - ph are exact; s = RN(RN(e + al) -
-#   RN(k L3 + pl)): |e| <= ulp(rh0)/2 <= 2^-67, so two roundings of <= 2^-96
-#   each and one of < 2^-127; L1 + L2 + L3 misses ln2/4096 by < 2^-150 per
-#   unit of k.  (rh, rl) = rh0 + s exactly (two_sum): |rh| < 2^-13.5 (|r|
-#   < 2^-13.52 and the errors above are < 2^-94), |rl| <= ulp(rh)/2 <=
-#   2^-67 < 2^-66.
+#   tests), times |x|: < 2^-97.9.  So |d1| < 2^-95.4.
+# * explog64.exp_reduce_fast(ah, al) (|ah| <= 746, |al| <= 2^-42, as it
+#   needs): e^(ah + al) = 2^(k/256) e^(rh + rl) within 2^-94.8, and
+#   exp_reduced_fast: < 2^-80.1.
 #
-# So rh + rl is r within 2^-96 + 2^-97.9 + 2 * 2^-96 + 2^-127 < 2^-94.2, a
-# relative error of e^r below 2^-94.1, and the bounds exp_reduced_fast
-# assumes hold: (h + l) 2^q is 10^x within 2^-78.2 + 2^-101 + 2^-94.1 <
-# 2^-78.1 relative, the bound of exp's fast path, and the same window
-# (2^-74 h) serves.
+# So (h + l) 2^q is 10^x within 2^-80.1 + 2^-94.8 + 2^-95.4 < 2^-80 relative,
+# and the window of exp's fast path (2^-74 h) serves.
 #
 # Range: for -307.6 <= x <= 308.2, 10^x is a normal double (2^-1021.83 to
 # 2^1023.85), so RN(h + l) 2^q is exact, as in exp_fast64.  The test decides
@@ -115,7 +101,6 @@ def exp10_z64(x):
 # separates them from a midpoint, else left to exp10_dd_fast64's table.  For
 # non-integer x, 10^x is irrational, never a double or a midpoint.
 
-LOG2_10_4096 = F64(float(4096 * LN10_Q / LN2_Q))  # RN(4096 log2(10)): Fraction -> float rounds once
 EXP10_64_FAST_LO = F64(-307.6)
 EXP10_64_FAST_HI = F64(308.2)
 EXP10_64_FAST_EPS = F64(2.0**-74)
@@ -123,15 +108,10 @@ EXP10_64_FAST_EPS = F64(2.0**-74)
 
 @jitable
 def exp10_dd_fast(x):
-    """(h, l, q): 10^x = (h + l) 2^q with relative error < 2^-78.1, for
-    |x| <= 324, h in [0.9999, 2.0002]; branch-free (the analysis is above)."""
-    kd = sub_rn(fma_rn(x, LOG2_10_4096, SHIFT), SHIFT)
+    """(h, l, q): 10^x = (h + l) 2^q with relative error < 2^-80, for
+    |x| <= 324, h in [0.998, 2); branch-free (the analysis is above)."""
     ah, e0 = two_prod(x, LN10_H)
-    al = fma_rn(x, LN10_L, e0)
-    r0 = fma_rn(negate(kd), EXP12_L1, ah)
-    ph, pl = two_prod(kd, EXP12_L2)
-    rh0, e = two_sum(r0, negate(ph))
-    rh, rl = two_sum(rh0, sub_rn(add_rn(e, al), fma_rn(kd, EXP12_L3, pl)))
+    kd, rh, rl = exp_reduce_fast(ah, fma_rn(x, LN10_L, e0))
     return exp_reduced_fast(kd, rh, rl)
 
 

@@ -26,6 +26,7 @@ handles subnormal results.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
 from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
                     two_prod)
@@ -73,19 +74,19 @@ def exp2_reduce64(x):
 
 # --------------------------------------------------------------------------- the plain-double fast path
 #
-# y = 4096 x is exact (a power-of-two scaling; |x| <= 1076 cannot overflow),
-# k = round(y) as a double (SHIFT: |y| < 2^23), and y - k is exact (both are
-# multiples of y's quantum, |y - k| <= 1/2), so t = (y - k)/4096 is exact:
-# x = k/4096 + t, |t| <= 2^-13, and 2^x = 2^(k/4096) e^(t ln2).  t ln2 as
+# y = 256 x is exact (a power-of-two scaling; |x| <= 1076 cannot overflow),
+# k = round(y) as a double (SHIFT: |y| < 2^18.1), and y - k is exact (both
+# are multiples of y's quantum, |y - k| <= 1/2), so t = (y - k)/256 is exact:
+# x = k/256 + t, |t| <= 2^-9, and 2^x = 2^(k/256) e^(t ln2).  t ln2 as
 # rh + rl: (rh, e) = t LN2_H exactly (two_prod), rl = RN(t LN2_L + e):
-# |rh| <= 2^-13 ln2 (1 + 2^-53) < 2^-13.52, |e| <= ulp(rh)/2 <= 2^-67,
-# |t LN2_L| < 2^-13 * 2^-55.26 = 2^-68.26, so |rl| < 2^-66.4; the fma
-# rounds by at most 2^-119 and LN2_H + LN2_L misses ln2 by < 2^-108, times
-# |t| <= 2^-13: rh + rl is t ln2 within 2^-118, a relative error of e^(t ln2)
-# below 2^-118.  These are the bounds explog64.exp_reduced_fast assumes
-# (|k| <= 4096 * 1076 < 2^23, |rh| < 2^-13.5, |rl| < 2^-66), so
-# (h + l) 2^q is 2^x within 2^-78.2 + 2^-101 + 2^-118 < 2^-78.1 relative,
-# the bound of exp's fast path, and the same window (2^-74 h) serves.
+# |rh| <= 2^-9 ln2 (1 + 2^-53) < 2^-9.52, |e| <= ulp(rh)/2 <= 2^-63,
+# |t LN2_L| < 2^-9 * 2^-55.26 = 2^-64.26, so |rl| < 2^-62.6; the fma
+# rounds by at most 2^-116 and LN2_H + LN2_L misses ln2 by < 2^-108, times
+# |t| <= 2^-9: rh + rl is t ln2 within 2^-115, a relative error of e^(t ln2)
+# below 2^-115.  These are the bounds explog64.exp_reduced_fast assumes
+# (|k| <= 256 * 1076 < 2^20, |rh| < 2^-9.5, |rl| < 2^-62.5), so (h + l) 2^q
+# is 2^x within 2^-80.1 + 2^-115 < 2^-80 relative, and the window of exp's
+# fast path (2^-74 h) serves.
 #
 # Range: for -1021.9 <= x <= 1023.9, 2^x is a normal double and (h + l) is
 # within 2^-78 of 2^x / 2^q, so RN(h + l) 2^q is exact, as in exp_fast64.
@@ -93,8 +94,8 @@ def exp2_reduce64(x):
 # entries are 1: h + l = 1 exactly, decided.  For every other double x, 2^x
 # is irrational, so no other result is a double or a midpoint.
 
-FOUR_096 = F64(4096.0)
-INV_FOUR_096 = F64(1.0 / 4096.0)
+TWO_FIFTY_SIX = F64(256.0)
+INV_TWO_FIFTY_SIX = F64(1.0 / 256.0)
 EXP2_64_FAST_LO = F64(-1021.9)
 EXP2_64_FAST_HI = F64(1023.9)
 EXP2_64_FAST_EPS = F64(2.0**-74)
@@ -102,11 +103,11 @@ EXP2_64_FAST_EPS = F64(2.0**-74)
 
 @jitable
 def exp2_dd_fast(x):
-    """(h, l, q): 2^x = (h + l) 2^q with relative error < 2^-78.1, for
-    |x| <= 1076, h in [0.9999, 2.0002]; branch-free (the analysis is above)."""
-    y = mul_rn(x, FOUR_096)
+    """(h, l, q): 2^x = (h + l) 2^q with relative error < 2^-80, for
+    |x| <= 1076, h in [0.998, 2); branch-free (the analysis is above)."""
+    y = mul_rn(x, TWO_FIFTY_SIX)
     kd = sub_rn(add_rn(y, SHIFT), SHIFT)
-    t = mul_rn(sub_rn(y, kd), INV_FOUR_096)
+    t = mul_rn(sub_rn(y, kd), INV_TWO_FIFTY_SIX)
     rh, e = two_prod(t, LN2_H)
     return exp_reduced_fast(kd, rh, fma_rn(t, LN2_L, e))
 
@@ -121,6 +122,7 @@ def exp2_fast64(x):
     launcher vectorises it.  Undecided: about one argument in 2^20, and the
     subnormal or nearly overflowing results, which `exp2_f64` hands to the
     double-double path."""
+    inline_into_callers()
     inside = (x >= EXP2_64_FAST_LO) & (x <= EXP2_64_FAST_HI)
     h, l, q = exp2_dd_fast(x if inside else ZERO64)
     return decide_scaled(x, h, l, q, EXP2_64_FAST_EPS, inside, x >= EXP2_64_OVERFLOW, x <= EXP2_64_UNDERFLOW)

@@ -75,6 +75,7 @@ F64 = np.float64
 ZERO = F64(0.0)
 ONE = F64(1.0)
 TWO = F64(2.0)
+HALF = F64(0.5)
 
 # --------------------------------------------------------------------------- constants (exact, import time)
 
@@ -411,46 +412,72 @@ def exp_pm_td(a, subtract):
 
 # --------------------------------------------------------------------------- exponential, fast path in double
 #
-# e^x = 2^q 2^(i/64) 2^(j/4096) e^r with k = round(4096 x/ln2) = 4096 q + 64 i + j
-# (0 <= i, j < 64) and |r| <= ln2/8192 (+ the rounding of k): two 64-entry
-# tables and a degree-5 polynomial in plain double, only the products in
-# double-double -- a few dozen operations without a branch, against about 200
-# for exp_dd (a degree-10 polynomial with five double-double Horner steps),
-# for a weaker bound (2^-78 instead of 2^-101) that still leaves the rounding
-# test undecided for only about one input in 2^20.
+# e^z = 2^q 2^(j/256) e^r with k = round(256 z/ln2) = 256 q + j (0 <= j < 256)
+# and |r| <= ln2/512 (+ the rounding of k): one 256-entry table of
+# double-doubles and a degree-7 polynomial whose two leading terms are kept
+# exactly -- about sixty operations and two table reads without a branch,
+# against about 200 for exp_dd (a degree-10 polynomial with five
+# double-double Horner steps), for a weaker bound (2^-80 instead of 2^-101)
+# that still leaves the rounding test undecided for only about one input in
+# 2^20.  (Two 64-entry tables for a finer reduction, 2^(i/64) 2^(j/4096),
+# shorten the polynomial but read four words per element; reading table
+# words, one element at a time or by vector gathers, costs more than the
+# polynomial's extra terms.)
 #
-# * Reduction.  k = RN(x * RN(4096/ln2)) as an integer (|k| < 2^23 for
-#   |x| <= 746; the constant's error, < 2^-41 * 746 < 2^-31, moves k by at
-#   most that), so |r| = |x - k ln2/4096| < (1/2 + 2^-31) ln2/4096 < 2^-13.52.
-#   ln2/4096 = L1 + L2 + L3 + (< 2^-150), L1 with 30 significant bits (its last
-#   bit 2^-42), so k L1 is exact (23 + 30 bits) and r0 = x - k L1 is exact:
-#   |r0| <= |r| + |k| 2^-43 < 2^-13.5, a multiple of 2^-42 or of ulp(x), and
-#   for k != 0, |x| >= 2^-14 so ulp(x) >= 2^-66 and |r0|/ulp(x) < 2^53
-#   (k = 0: r0 = x).  |L2| < 2^-43, |L3| < 2^-96.  (ph, pl) = k L2 and
-#   (rh, e) = r0 - ph are exact; rl = e - (k L3 + pl) rounds twice (< 2^-119:
-#   |rl| < 2^-66), the tail after L3 adds < 2^-127.  So r = rh + rl + d,
-#   |d| < 2^-118, |rh| < 2^-13.5, |rl| < 2^-66.
-# * e^r = e^rh (1 + rl + d + O(2^-132)).  e^rh = 1 + rh + rh^2 P, P = 1/2 +
-#   rh/6 + rh^2/24 + rh^3/120 + R with |R| < rh^4/720 * 1.0001 < 2^-63.4, so
-#   dropping R costs < 2^-27 * 2^-63.4 = 2^-90.4.  P by Horner in double
-#   (fma): the last rounding < 2^-54 (the value is within 2^-15 of 1/2), the
-#   earlier roundings and the coefficients' errors scaled by |rh| < 2^-13.5:
-#   < 2^-68; so |q - P| < 2^-53.99.  t = RN(RN(rh^2) q): two roundings of
-#   2^-53 of |rh^2 P| <= 2^-28 * 1.0001, plus rh^2 |q - P|: |t - rh^2 P| <
-#   2^-27 (2^-53 * 0.5001 * 2 + 2^-53.99) < 2^-79.4.  u = fma(rh, rl, rl) is
-#   rl e^rh to < 2^-93 (the dropped rl rh^2/2) + 2^-119.  lo = RN(t + u)
-#   (|t + u| < 2^-27: < 2^-80), (sh, sl) = 1 + rh exactly (fast_two_sum), vl =
-#   RN(sl + lo) (< 2^-27 in magnitude: < 2^-80), then (eh, el) = sh + vl
-#   exactly (fast_two_sum).  |eh + el - e^r| < 2^-79.4 + 2 * 2^-80 + 2^-90 <
-#   2^-78.2, relative too (e^r > 0.9999).
-# * 2^(i/64) (EXP_TH, EXP_TM: relative error < 2^-106) times 2^(j/4096)
-#   (EXP12_TH, EXP12_TL: < 2^-106) by dd_mul (< 2^-102), times e^r by dd_mul
-#   (< 2^-102): < 2^-101 in all for the tables and products.
+# Reduction (`exp_reduce_fast`), for z = zh + zl with |zh| <= 746 and
+# |zl| <= 2^-42 (zl = 0 for exp itself; the low word of x ln10 for exp10, of
+# y log x for pow):
+# * k = RN(zh * RN(256/ln2)) as an integer: the constant's error (< 2^-53
+#   relative) times |zh 256/ln2| < 2^18.1 moves it by < 2^-34.9, so
+#   |zh 256/ln2 - k| <= 1/2 + 2^-34.9, |k| < 2^18.1, and |r| = |zh - k ln2/256|
+#   < (1/2 + 2^-34.9) ln2/256 < 2^-9.53.
+# * ln2/256 = L1 + L2 + L3 + tau, L1 a multiple of 2^-42 (34 significant
+#   bits: ln2/256 is in [2^-9, 2^-8)), |L2| <= 2^-43, |L3| <= 2^-96, |tau| <=
+#   2^-149.  k L1 is exact (19 + 34 bits).  r0 = zh - k L1 (one fma) is exact:
+#   it is a multiple of min(ulp(zh), 2^-42) below 2^-9.53 + 2^18.1 * 2^-43 <
+#   2^-9.52 in magnitude, and for k != 0, |zh| > 2^-10, so ulp(zh) >= 2^-62
+#   and the multiple has at most 53 bits (k = 0: r0 = zh).
+# * (ph, pl) = k L2 and (rh, e) = r0 - ph are exact (|ph| < 2^-24.9, |pl| <=
+#   2^-78, |rh| < 2^-9.51, |e| <= ulp(rh)/2 <= 2^-63); c = RN(k L3 + pl)
+#   (|c| < 2^-76.9: rounds by < 2^-130), RN(e - c) (< 2^-116), + zl (< 2^-95
+#   where zl != 0, exact where zl = 0), then (rh, rl) = two_sum (exact):
+#   |rh| < 2^-9.51 + 2^-41.9 < 2^-9.5, |rl| <= ulp(rh)/2 <= 2^-63.
+# So z = k ln2/256 + rh + rl + d with |d| < 2^-95 + 2^-116 + 2^-130 + k tau
+# < 2^-94.9 (< 2^-115.9 for zl = 0): e^z = 2^(k/256) e^(rh + rl) within
+# 2^-94.8 relative.
 #
-# Relative error of (h + l) 2^q against e^x: < 2^-78.2 + 2^-101 < 2^-78.1;
-# h in [0.9999, 2.0002].  Measured: tests/test_mathlib_f64.py compares
-# it with MPFR on random and extreme arguments.
-
+# Evaluation (`exp_reduced_fast`), for an integer k (|k| < 2^20), |rh| <
+# 2^-9.5 and |rl| < 2^-62.5 (exp2's reduction gives rl up to 2^-62.6):
+# * e^(rh + rl) = e^rh (1 + rl) within rl^2 < 2^-124.  e^rh = 1 + rh + rh^2/2
+#   + rh^3 P, P = 1/6 + rh/24 + rh^2/120 + rh^3/720 + rh^4/5040 + R with
+#   |R| < |rh|^5/8! * 1.001 < 2^-62.8: dropping R costs |rh^3 R| < 2^-91.3.
+#   P by Horner in double (fma): the last rounding and 1/6's < 2^-56 each,
+#   the earlier ones and the other coefficients' scaled by |rh| < 2^-9.5:
+#   |p - P| < 2^-55, < 2^-52.4 relative (P > 0.166).  rh^2 = s2h + s2l exactly
+#   (two_prod; |s2h| < 2^-19, |s2l| <= 2^-72).  t = RN(RN(s2h rh) p): three
+#   roundings and s2l's omission (2^-53 each) plus p's error: < 2^-50.8
+#   relative of |rh^3 P| < 2^-31.08: < 2^-81.9.  w = RN(s2l/2 + t) (< 2^-84.08:
+#   |w| < 2^-31); u = RN(rl (1 + rh)) (< 2^-116; the dropped rl (e^rh - 1 -
+#   rh) < 2^-62.5 * 2^-20 = 2^-82.5); v = RN(w + u) (< 2^-84).  (a, b) = rh +
+#   s2h/2 exactly (fast_two_sum: |s2h/2| < 2^-10 |rh|), lo = RN(b + v)
+#   (|b| <= 2^-63: < 2^-84).  So 1 + a + lo is e^(rh + rl) within 2^-91.3 +
+#   2^-81.9 + 2^-84.08 + 2^-82.5 + 2 * 2^-84 + 2^-115 < 2^-80.5 absolutely,
+#   relative too (e^(rh + rl) > 0.9986); |a| < 2^-9.49, |lo| < 2^-31.
+#   (Where |rh| < 2^-511, rh^2 underflows; the terms it feeds are then below
+#   2^-1022, absolutely.)
+# * 2^(j/256) = TH + TL (EXP8_TH, EXP8_TL) within 2^-106 relative (|TL| <=
+#   2^-53 TH).  (TH + TL)(1 + a + lo): (ph, pl) = TH a exactly (two_prod),
+#   (h0, e) = TH + ph exactly (fast_two_sum, |ph| < TH), g = RN(TL (1 + a))
+#   (< 2^-105 TH), m = RN(TH lo + g) (|m| < 2^-30: < 2^-83.9 of the value,
+#   which is > 0.998 TH), c = RN(e + pl) (< 2^-105.9 h0), low = RN(c + m)
+#   (< 2^-83.9), TL lo dropped (< 2^-84 TH), then (h, l) = h0 + low exactly
+#   (fast_two_sum): < 3 * 2^-83.9 + 2^-104 < 2^-82.3.
+#
+# Relative error of (h + l) 2^q against 2^(k/256) e^(rh + rl): < 2^-80.5 +
+# 2^-82.3 < 2^-80.1; h in [0.998, 2) (TH <= 2^(255/256) (1 + 2^-53), e^(rh
+# + rl) in [0.9986, 1.0014]).  exp_dd_fast (zl = 0): < 2^-80.1 against e^x.
+# Measured: tests/test_mathlib_f64_fast.py compares them with MPFR on random
+# and extreme arguments.
 
 def _exp_fix(t):
     """e^t * 2^FIX for a fixed-point 0 <= t < 2^FIX (t/2^FIX < 1): the Taylor
@@ -464,53 +491,67 @@ def _exp_fix(t):
     return total
 
 
-# 30 significant bits for L1: ln2/4096 is in [2^-13, 2^-12)
-EXP12_L1, EXP12_L2, EXP12_L3 = _split_ln2(4096, 42, 3)
-INV_LN2_4096 = F64(float(4096 / LN2_Q))
-_TABLE12 = [td_const(Fraction(_exp_fix(j * LN2_FIX // 4096), 1 << FIX)) for j in range(64)]
-# 2^(j/4096) = EXP12_TH[j] + EXP12_TL[j] to 2^-106 relative (the fixed-point
+# 34 significant bits for L1: ln2/256 is in [2^-9, 2^-8)
+EXP8_L1, EXP8_L2, EXP8_L3 = _split_ln2(256, 42, 3)
+INV_LN2_256 = F64(float(256 / LN2_Q))
+_TABLE8 = [td_const(Fraction(_exp_fix(j * LN2_FIX // 256), 1 << FIX)) for j in range(256)]
+# 2^(j/256) = EXP8_TH[j] + EXP8_TL[j] to 2^-106 relative (the fixed-point
 # value is exact to 2^-390)
-EXP12_TH = np.array([t[0] for t in _TABLE12], dtype=np.float64)
-EXP12_TL = np.array([t[1] for t in _TABLE12], dtype=np.float64)
-(E2, E3, E4, E5) = (F64(float(_FACT[n])) for n in range(2, 6))  # 1/n!, rounded
-_U6 = np.uint64(6)
-_U63 = np.uint64(63)
+EXP8_TH = np.array([t[0] for t in _TABLE8], dtype=np.float64)
+EXP8_TL = np.array([t[1] for t in _TABLE8], dtype=np.float64)
+# 1/n! rounded, for P
+(P3, P4, P5, P6, P7) = (F64(float(_FACT[n])) for n in range(3, 8))
+_U8 = np.int32(8)
+_U255 = np.uint64(255)
+
+
+@jitable
+def exp_reduce_fast(zh, zl):
+    """(kd, rh, rl): e^(zh + zl) = 2^(k/256) e^(rh + rl) within 2^-94.8 relative
+    for |zh| <= 746, |zl| <= 2^-42, k = kd an integer (as a double), |rh| <
+    2^-9.5, |rl| <= 2^-63; branch-free (the analysis above)."""
+    kd = sub_rn(fma_rn(zh, INV_LN2_256, SHIFT), SHIFT)
+    r0 = fma_rn(negate(kd), EXP8_L1, zh)
+    ph, pl = two_prod(kd, EXP8_L2)
+    rh, e = two_sum(r0, negate(ph))
+    rl = add_rn(sub_rn(e, fma_rn(kd, EXP8_L3, pl)), zl)
+    rh, rl = two_sum(rh, rl)
+    return kd, rh, rl
 
 
 @jitable
 def exp_dd_fast(x):
-    """(h, l, q): e^x = (h + l) 2^q with relative error < 2^-78.1, for |x| <= 746,
-    h in [0.9999, 2.0002]; branch-free (the analysis is above)."""
-    kd = sub_rn(fma_rn(x, INV_LN2_4096, SHIFT), SHIFT)
-    r0 = fma_rn(negate(kd), EXP12_L1, x)
-    ph, pl = two_prod(kd, EXP12_L2)
-    rh, e = two_sum(r0, negate(ph))
-    rl = sub_rn(e, fma_rn(kd, EXP12_L3, pl))
+    """(h, l, q): e^x = (h + l) 2^q with relative error < 2^-80.1, for |x| <= 746,
+    h in [0.998, 2); branch-free (the analysis is above)."""
+    kd, rh, rl = exp_reduce_fast(x, ZERO)
     return exp_reduced_fast(kd, rh, rl)
 
 
 @jitable
 def exp_reduced_fast(kd, rh, rl):
-    """(h, l, q): 2^(k/4096) e^(rh + rl) = (h + l) 2^q for an integer k = kd
-    (|k| < 2^23), |rh| < 2^-13.5, |rl| < 2^-66; relative error < 2^-78.2 +
-    2^-101 against 2^(k/4096) e^(rh + rl) (the second and third items of the
-    analysis above, which assume no more of the reduction than these bounds),
-    h in [0.9999, 2.0002]; branch-free.  The second half of exp_dd_fast, and
-    of exp2's fast path (exp2.exp2_dd_fast)."""
-    p = fma_rn(rh, E5, E4)
-    p = fma_rn(rh, p, E3)
-    p = fma_rn(rh, p, E2)
-    t = mul_rn(mul_rn(rh, rh), p)
-    lo = add_rn(t, fma_rn(rh, rl, rl))
-    sh, sl = fast_two_sum(ONE, rh)
-    eh, el = fast_two_sum(sh, add_rn(sl, lo))
-    k = np.int32(kd)  # |k| < 2^23; int32: AVX2 converts doubles to int32 (see core.pow2)
-    bits = np.uint64(np.int64(k))  # two's complement: the low 12 bits are k mod 4096
-    i = (bits >> _U6) & _U63
-    j = bits & _U63
-    th, tl = dd_mul(EXP_TH[i], EXP_TM[i], EXP12_TH[j], EXP12_TL[j])
-    h, l = dd_mul(th, tl, eh, el)
-    return h, l, k >> np.int32(12)
+    """(h, l, q): 2^(k/256) e^(rh + rl) = (h + l) 2^q for an integer k = kd
+    (|k| < 2^20), |rh| < 2^-9.5, |rl| < 2^-62.5; relative error < 2^-80.1
+    (the analysis above), h in [0.998, 2); branch-free.  The second half of
+    exp_dd_fast, and of the fast paths of exp2, exp10 and pow."""
+    s2h, s2l = two_prod(rh, rh)
+    p = fma_rn(rh, P7, P6)
+    p = fma_rn(rh, p, P5)
+    p = fma_rn(rh, p, P4)
+    p = fma_rn(rh, p, P3)
+    t = mul_rn(mul_rn(s2h, rh), p)
+    w = fma_rn(s2l, HALF, t)
+    v = add_rn(w, fma_rn(rh, rl, rl))
+    a, b = fast_two_sum(rh, mul_rn(s2h, HALF))
+    lo = add_rn(b, v)
+    k = np.int32(kd)  # |k| < 2^20; int32: AVX2 converts doubles to int32 (see core.pow2)
+    j = np.uint64(np.int64(k)) & _U255  # two's complement: k mod 256
+    th = EXP8_TH[j]
+    tl = EXP8_TL[j]
+    ph, pl = two_prod(th, a)
+    h, e = fast_two_sum(th, ph)
+    low = add_rn(add_rn(e, pl), fma_rn(th, lo, fma_rn(tl, a, tl)))
+    h, l = fast_two_sum(h, low)
+    return h, l, k >> _U8
 
 
 # --------------------------------------------------------------------------- e^a +- e^-a, fast path in double
@@ -649,7 +690,6 @@ _U255 = np.uint64(255)
 _MANT = np.uint64(0x000FFFFFFFFFFFFF)
 _EXP_ONE = np.uint64(0x3FF0000000000000)
 _EXP_FIELD = np.uint64(0x7FF)
-HALF = F64(0.5)
 
 
 @jitable

@@ -20,6 +20,7 @@ Pythagorean-like triples reaching a 25-bit midpoint) go to the even float32.
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, sqrt_rn, sub_rn
 from .core import WINDOW_HI, WINDOW_LO, abs32, dd_add, fast_two_sum, round_if_safe, two_prod
 from .exact64 import (bracket, bracket_err, bracket_outward, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid)
@@ -213,6 +214,7 @@ def hypot_eval_fast64(a, b):
 def hypot_fast64(x, y):
     """(hypot(x, y) correctly rounded, True), or (anything, False) where the
     fast path cannot decide (above); branch-free."""
+    inline_into_callers()
     ax, ay = fabs(x), fabs(y)
     a = ax if ax >= ay else ay
     b = ay if ax >= ay else ax

@@ -31,6 +31,7 @@ def log_fast(x):
     """(log(x) correctly rounded, True), or (undecided, False) where the fast
     path cannot decide.  Branch-free: specials evaluate log_core(1) and are
     selected at the end."""
+    inline_into_callers()
     nan, zero, inf = (x != x) | (x < ZERO_F32), x == ZERO_F32, x == INF32
     special = nan | zero | inf
     r, ok = round_if_safe(log_core(F64(ONE_F32 if special else x)))
@@ -87,6 +88,7 @@ def log_fast64(x):
     so that the CPU launcher vectorises it.  Undecided: about one argument in
     2^12, which `log_f64` hands to the double-double path.  log(1) = +0 (r = 0,
     every term is +0)."""
+    inline_into_callers()
     finite = (x > ZERO64) & (x < INF64)
     h, l = log_dd_fast(x if finite else ONE64)
     lo, hi = bracket_err(h, l, mul_rn(fabs(h), LOG64_FAST_EPS))

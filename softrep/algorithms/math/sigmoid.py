@@ -52,6 +52,7 @@ def sigmoid_fast(x):
     select (sigmoid(+-120) rounds to 1 and +0, as everything beyond does; a
     NaN passes through, fails the rounding test and is left to
     sigmoid_f32); exp_core's low word is -0, as in exp_fast."""
+    inline_into_callers()
     a = abs32(x)
     a = SIGMOID_HI if a > SIGMOID_HI else a
     t = exp_core(negate(F64(a)), NEG_ZERO)

@@ -51,6 +51,7 @@ def tanh_fast(x):
     path cannot decide.  Branch-free: an |x| above the saturation bound (NaN
     included) evaluates tanh(0), and the specials are selected at the end
     (one select of the input, flags combined with `|`: as in exp_fast)."""
+    inline_into_callers()
     ax = abs32(x)
     nan, saturated = x != x, ax > TANH_SATURATE
     em = expm1_core(mul_rn(F64(ax if ax <= TANH_SATURATE else ZERO_F32), TWO))
