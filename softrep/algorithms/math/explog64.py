@@ -501,8 +501,8 @@ EXP8_TH = np.array([t[0] for t in _TABLE8], dtype=np.float64)
 EXP8_TL = np.array([t[1] for t in _TABLE8], dtype=np.float64)
 # 1/n! rounded, for P
 (P3, P4, P5, P6, P7) = (F64(float(_FACT[n])) for n in range(3, 8))
-_U8 = np.int32(8)
-_U255 = np.uint64(255)
+_TABLE_BITS = np.int32(8)  # 256 entries: k = 256 q + j
+_J_MASK = np.uint64(255)
 
 
 @jitable
@@ -544,14 +544,14 @@ def exp_reduced_fast(kd, rh, rl):
     a, b = fast_two_sum(rh, mul_rn(s2h, HALF))
     lo = add_rn(b, v)
     k = np.int32(kd)  # |k| < 2^20; int32: AVX2 converts doubles to int32 (see core.pow2)
-    j = np.uint64(np.int64(k)) & _U255  # two's complement: k mod 256
+    j = np.uint64(np.int64(k)) & _J_MASK  # two's complement: k mod 256
     th = EXP8_TH[j]
     tl = EXP8_TL[j]
     ph, pl = two_prod(th, a)
     h, e = fast_two_sum(th, ph)
     low = add_rn(add_rn(e, pl), fma_rn(th, lo, fma_rn(tl, a, tl)))
     h, l = fast_two_sum(h, low)
-    return h, l, k >> _U8
+    return h, l, k >> _TABLE_BITS
 
 
 # --------------------------------------------------------------------------- e^a +- e^-a, fast path in double
@@ -711,18 +711,36 @@ def log1p_series_fast(r):
 
 
 @jitable
-def log_dd_fast(x):
-    """(h, l): log x = h + l with relative error < 2^-67.0, for a positive finite
-    x (subnormals included); branch-free (the analysis is above)."""
+def log_reduce_fast(x):
+    """(r, ed, i): log x = ed ln2 + T[i] + log1p(r) for a positive finite x
+    (subnormals included), r = m LOG_INV[i] - 1 exact, |r| < 2^-8 (the
+    analysis above); branch-free.  The first half of log_dd_fast."""
     subnormal = x < MIN_NORMAL
     u = bitcast(mul_rn(x, TWO_P54) if subnormal else x)
     e = np.int32((u >> np.uint64(52)) & _EXP_FIELD) - np.int32(1023) - (np.int32(54) if subnormal else np.int32(0))
     i = (u >> _U44) & _U255
     m = bitcast((u & _MANT) | _EXP_ONE)
     r = fma_rn(m, LOG_INV[i], F64(-1.0))
-    a, b = log1p_series_fast(r)
     ed = F64(e + (np.int32(1) if i >= np.uint64(LOG_SHIFT_FROM) else np.int32(0)))
+    return r, ed, i
+
+
+@jitable
+def log_finish_fast(r, ed, i):
+    """(h, l) = ed ln2 + T[i] + log1p(r), the second half of log_dd_fast
+    (the analysis above).  With ed = 0 and i = 0 (T[0] = 0 exactly) it is
+    log1p_series_fast(r) itself, renormalised (the sum's first two_sum is
+    exact with a zero operand): log1p's fast path near 0 uses it so."""
+    a, b = log1p_series_fast(r)
     sh, sl = two_sum(mul_rn(ed, LOG_LN2_H), LOG_TH[i])
     sl = add_rn(sl, fma_rn(ed, LOG_LN2_L, LOG_TL[i]))
     s, e = two_sum(sh, a)
     return fast_two_sum(s, add_rn(add_rn(e, sl), b))
+
+
+@jitable
+def log_dd_fast(x):
+    """(h, l): log x = h + l with relative error < 2^-67.0, for a positive finite
+    x (subnormals included); branch-free (the analysis is above)."""
+    r, ed, i = log_reduce_fast(x)
+    return log_finish_fast(r, ed, i)

@@ -48,8 +48,8 @@ from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn
 from .core import (F64, INF32, NAN32, ONE, TWO, atanh_series, dd_add, dd_div, dd_to_f32, fast_two_sum, log_core,
                    log_dd, round_if_safe, two_prod, two_sum)
 from .exact64 import bracket_err
-from .explog64 import (SERIES_LIMIT, log1p_series_dd, log1p_series_fast, log1p_series_td, log_dd as log_dd64,
-                       log_dd_fast, log_split, log_td, td_horner_step)
+from .explog64 import (SERIES_LIMIT, log1p_series_dd, log1p_series_td, log_dd as log_dd64, log_finish_fast,
+                       log_reduce_fast, log_split, log_td, td_horner_step)
 from .multiword import dd_error, round_sum, td_add, td_const, td_div, td_mul, td_round, ziv_round
 
 MINUS_ONE32 = np.float32(-1.0)
@@ -118,18 +118,24 @@ def log1p_dd_fast64(x):
 
 # --------------------------------------------------------------------------- fast path in double
 #
-# For 2^-54 <= |x| < 2^-9: log1p(x) = a + b from explog64.log1p_series_fast
-# on x itself, within 2^-67.9 |x|, and |log1p(x)| >= |x| (1 - |x|/2): relative
-# error < 2^-67.8.
+# One evaluation serves both ranges (a vector lane pays for every path it
+# computes): explog64's log_reduce_fast on u, then log_finish_fast on r, the
+# series' argument, with the table row i and the exponent ed.
+# For 2^-54 <= |x| < 2^-9 ("near"): u = 1 and c = 0 are substituted, so r = 0,
+# ed = 0, i = 0, and finishing with x itself in r's place gives
+# explog64.log1p_series_fast(x) (T[0] = 0 and ed = 0 make every other term of
+# the sum an exact zero), within 2^-67.9 |x|; c/u = 0 and both final sums are
+# exact.  |log1p(x)| >= |x| (1 - |x|/2): relative error < 2^-67.8.
 # For |x| >= 2^-9 (-1 < x < inf): 1 + x = u + c exactly (two_sum), |c| <=
 # ulp(u)/2, u >= 2^-53 (x >= -1 is a multiple of 2^-53 below -1/2, where u =
 # 1 + x is exact and c = 0), and log1p(x) = log u + log(1 + t), t = c/u, |t|
-# <= 2^-53.  log u = lh + ll from explog64.log_dd_fast (< 2^-67.0 of |log u|,
-# and |log u| <= |log1p(x)| + 2^-52.9); log(1 + t) ~ RN(c/u) within 2^-53 |t|
-# + t^2/2 < 2^-105.4; (s, e) = lh + RN(c/u) exactly (fast_two_sum: |c/u| <=
-# 2^-53 < |lh|, since |log1p(x)| >= log(1 + 2^-9) > 2^-9.003), e + ll rounds
-# once (< 2^-104 |lh|), and the last fast_two_sum is exact.  Relative to
-# |log1p(x)| > 2^-9.003: < 2^-67.0 (1 + 2^-43) + 2^-96.3 + 2^-104 < 2^-66.99.
+# <= 2^-53.  log u = lh + ll from log_finish_fast(log_reduce_fast(u)), which
+# is explog64.log_dd_fast (< 2^-67.0 of |log u|, and |log u| <= |log1p(x)| +
+# 2^-52.9); log(1 + t) ~ RN(c/u) within 2^-53 |t| + t^2/2 < 2^-105.4; (s, e)
+# = lh + RN(c/u) exactly (fast_two_sum: |c/u| <= 2^-53 < |lh|, since
+# |log1p(x)| >= log(1 + 2^-9) > 2^-9.003), e + ll rounds once (< 2^-104 |lh|),
+# and the last fast_two_sum is exact.  Relative to |log1p(x)| > 2^-9.003:
+# < 2^-67.0 (1 + 2^-43) + 2^-96.3 + 2^-104 < 2^-66.99.
 # The rounding test (exact64.bracket_err) needs err >= 2E |v| + 2^-52 |l|;
 # both use 2^-65.5 |h|, as log_fast64 (a margin of 2^0.49 over 2 * 2^-66.99 +
 # 2^-104).  log1p of a nonzero double is never a double or a midpoint (it is
@@ -137,15 +143,18 @@ def log1p_dd_fast64(x):
 # in 2^12.
 LOG1P_64_FAST_NEAR = F64(2.0**-9)
 LOG1P_64_FAST_EPS = F64(2.0**-65.5)
-NEAR_SAFE = F64(2.0**-10)
 
 
 @jitable
-def log1p_log_fast(x):
-    """log1p(x) as a double-double for |x| >= 2^-9, -1 < x < inf, relative
-    error < 2^-66.99 (above)."""
+def log1p_value_fast(x, near):
+    """log1p(x) as a double-double: the series on x itself where `near`
+    (2^-54 <= |x| < 2^-9, relative error < 2^-67.8), else log(1 + x) for
+    |x| >= 2^-9, -1 < x < inf (< 2^-66.99); one evaluation (above)."""
     u, c = two_sum(ONE, x)
-    lh, ll = log_dd_fast(u)
+    u = ONE if near else u
+    c = ZERO64 if near else c
+    r, ed, i = log_reduce_fast(u)
+    lh, ll = log_finish_fast(x if near else r, ed, i)
     s, e = fast_two_sum(lh, div_rn(c, u))
     return fast_two_sum(s, add_rn(e, ll))
 
@@ -156,17 +165,14 @@ def log1p_fast64(x):
     path cannot decide: the series for 2^-54 <= |x| < 2^-9, log(1 + x) from
     log's fast path for |x| >= 2^-9 (above); x for |x| < 2^-54 (+-0 and
     subnormals too), NaN for x < -1 and NaN, -inf at -1, inf at inf.
-    Branch-free (both evaluations run on substituted arguments and one is
+    Branch-free (one evaluation on substituted arguments, the specials
     selected), so that the CPU launcher vectorises it.  What it cannot decide
     `log1p_f64` hands to the double-double path."""
     inline_into_callers()
     a = fabs(x)
     near = (a >= LOG1P_64_TINY) & (a < LOG1P_64_FAST_NEAR)
     far = (a >= LOG1P_64_FAST_NEAR) & (x > MINUS_ONE64) & (x < INF64)
-    nh, nl = log1p_series_fast(x if near else NEAR_SAFE)
-    fh, fl = log1p_log_fast(x if far else ONE)
-    h = nh if near else fh
-    l = nl if near else fl
+    h, l = log1p_value_fast(x if near | far else ONE, near)
     lo, hi = bracket_err(h, l, mul_rn(fabs(h), LOG1P_64_FAST_EPS))
     r = INF64 if x == INF64 else lo
     r = negate(INF64) if x == MINUS_ONE64 else r
