@@ -47,6 +47,29 @@ def test_exp_table_is_exact_to_2m106():
             assert err < gmpy2.mpfr(2) ** -106, j
 
 
+def test_exp_reduce_fast_bounds():
+    """explog64.exp_reduce_fast: for |zh| <= 750 and |zl| <= 2^-42, zh + zl =
+    k ln2/256 + rh + rl within 2^-94.9 (MPFR), with |rh| < 2^-9.5 and |rl| <=
+    2^-63, the bounds exp_reduced_fast's analysis assumes.  Arguments: the
+    largest |r| (half-steps of ln2/256), the ends of the range, tiny ones, and
+    low words of both signs up to 2^-42."""
+    from softrep.algorithms.math.explog64 import exp_reduce_fast
+
+    rng = np.random.Generator(np.random.PCG64(8))
+    step = float(gmpy2.log(2)) / 256
+    halves = (rng.integers(-2**18, 2**18, 2000) + 0.5) * step
+    zh = np.concatenate([halves[np.abs(halves) <= 750], rng.uniform(-750, 750, 2000), [750.0, -750.0, 0.0, 5e-324],
+                         rng.uniform(-1, 1, 500) * np.exp2(rng.integers(-60, 0, 500))])
+    zl = rng.uniform(-1, 1, zh.size) * 2.0**-42 * (rng.random(zh.size) < 0.7)
+    with gmpy2.context(precision=300):
+        ln2_256 = gmpy2.log(2) / 256
+        for a, b in zip(zh, zl):
+            kd, rh, rl = exp_reduce_fast(np.float64(a), np.float64(b))
+            assert abs(rh) < 2.0**-9.5 and abs(rl) <= 2.0**-63, (a, b)
+            exact = gmpy2.mpfr(float(a)) + gmpy2.mpfr(float(b)) - int(kd) * ln2_256
+            assert abs(gmpy2.mpfr(float(rh)) + gmpy2.mpfr(float(rl)) - exact) < gmpy2.mpfr(2) ** -94.9, (a, b)
+
+
 def test_exp_dd_fast_error_bound():
     """explog64.exp_dd_fast: relative error < 2^-80.1 (argued in explog64.py; the
     rounding test of exp_fast64 assumes 2^-78.1).  Arguments: uniform over

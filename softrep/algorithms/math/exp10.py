@@ -82,11 +82,11 @@ def exp10_z64(x):
 # and evaluation, as exp's fast path (explog64.exp_dd_fast).
 #
 # * x ln10 = ah + al + d1: (ah, e0) = x LN10_H exactly (two_prod), al =
-#   RN(x LN10_L + e0): |ah| < 746 < 2^10, |e0| <= ulp(ah)/2 <= 2^-44, |x
+#   RN(x LN10_L + e0): |ah| < 747 < 2^10, |e0| <= ulp(ah)/2 <= 2^-44, |x
 #   LN10_L| < 324 * 2^-52 < 2^-43.6, so |al| < 2^-42 and its rounding is
 #   < 2^-96; LN10_H + LN10_L misses ln10 by < 2^-106.3 (measured in the
 #   tests), times |x|: < 2^-97.9.  So |d1| < 2^-95.4.
-# * explog64.exp_reduce_fast(ah, al) (|ah| <= 746, |al| <= 2^-42, as it
+# * explog64.exp_reduce_fast(ah, al) (|ah| < 747, |al| <= 2^-42, as it
 #   needs): e^(ah + al) = 2^(k/256) e^(rh + rl) within 2^-94.8, and
 #   exp_reduced_fast: < 2^-80.1.
 #

@@ -424,11 +424,11 @@ def exp_pm_td(a, subtract):
 # words, one element at a time or by vector gathers, costs more than the
 # polynomial's extra terms.)
 #
-# Reduction (`exp_reduce_fast`), for z = zh + zl with |zh| <= 746 and
+# Reduction (`exp_reduce_fast`), for z = zh + zl with |zh| <= 750 and
 # |zl| <= 2^-42 (zl = 0 for exp itself; the low word of x ln10 for exp10, of
 # y log x for pow):
 # * k = RN(zh * RN(256/ln2)) as an integer: the constant's error (< 2^-53
-#   relative) times |zh 256/ln2| < 2^18.1 moves it by < 2^-34.9, so
+#   relative) times |zh 256/ln2| < 2^18.08 moves it by < 2^-34.9, so
 #   |zh 256/ln2 - k| <= 1/2 + 2^-34.9, |k| < 2^18.1, and |r| = |zh - k ln2/256|
 #   < (1/2 + 2^-34.9) ln2/256 < 2^-9.53.
 # * ln2/256 = L1 + L2 + L3 + tau, L1 a multiple of 2^-42 (34 significant
@@ -451,9 +451,10 @@ def exp_pm_td(a, subtract):
 # * e^(rh + rl) = e^rh (1 + rl) within rl^2 < 2^-124.  e^rh = 1 + rh + rh^2/2
 #   + rh^3 P, P = 1/6 + rh/24 + rh^2/120 + rh^3/720 + rh^4/5040 + R with
 #   |R| < |rh|^5/8! * 1.001 < 2^-62.8: dropping R costs |rh^3 R| < 2^-91.3.
-#   P by Horner in double (fma): the last rounding and 1/6's < 2^-56 each,
-#   the earlier ones and the other coefficients' scaled by |rh| < 2^-9.5:
-#   |p - P| < 2^-55, < 2^-52.4 relative (P > 0.166).  rh^2 = s2h + s2l exactly
+#   P by Horner in double (fma): the last rounding and 1/6's <= 2^-56 each
+#   (P < 1/4), the earlier ones and the other coefficients' (<= 2^-58 each)
+#   scaled by |rh| < 2^-9.5: |p - P| < 2^-54.99, < 2^-52.39 relative
+#   (P > 0.166).  rh^2 = s2h + s2l exactly
 #   (two_prod; |s2h| < 2^-19, |s2l| <= 2^-72).  t = RN(RN(s2h rh) p): three
 #   roundings and s2l's omission (2^-53 each) plus p's error: < 2^-50.8
 #   relative of |rh^3 P| < 2^-31.08: < 2^-81.9.  w = RN(s2l/2 + t) (< 2^-84.08:
@@ -508,7 +509,7 @@ _J_MASK = np.uint64(255)
 @jitable
 def exp_reduce_fast(zh, zl):
     """(kd, rh, rl): e^(zh + zl) = 2^(k/256) e^(rh + rl) within 2^-94.8 relative
-    for |zh| <= 746, |zl| <= 2^-42, k = kd an integer (as a double), |rh| <
+    for |zh| <= 750, |zl| <= 2^-42, k = kd an integer (as a double), |rh| <
     2^-9.5, |rl| <= 2^-63; branch-free (the analysis above)."""
     kd = sub_rn(fma_rn(zh, INV_LN2_256, SHIFT), SHIFT)
     r0 = fma_rn(negate(kd), EXP8_L1, zh)
