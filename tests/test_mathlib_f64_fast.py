@@ -444,14 +444,15 @@ LAUNCH_CASES = {
     "cbrt": ((-1074.0, 1024.0), (0.0, 2.0**-1022)),  # log2 of |x|; subnormals: scaled by 2^54
     "atan": ((-30.0, 60.0), (1 - 2.0**-8, 1 + 2.0**-8)),  # log2 of |x|; around 1 the reduction turns to 1/x
     "erf": ((-6.5, 6.5), (0.0, 2.0**-1022)),  # subnormal arguments: the double-double path
-    "erfc": ((-6.5, 26.5), (26.5, 27.25)),  # results near and below 2^-1022: the double-double path
+    "erfc": ((-6.5, 26.5), (26.5, 27.25)),  # results near and below 2^-1022: rounded onto the subnormal grid
+    "rsqrt": ((-1074.0, 1024.0), (0.0, 2.0**-1022)),  # log2 of x; subnormals: scaled by 2^54
 }
 # two-argument functions: (the range of both arguments, a range of the second that the fast path leaves undecided)
 LAUNCH_CASES2 = {
     "hypot": ((-100.0, 100.0), (2.0**-1074, 2.0**-1000)),  # the second range: both arguments (a < 2^-1000)
     "pow": ((0.0, 30.0), (2.0**-1074, 2.0**-1000)),  # the second: x subnormal or y below 2^-400 (undecided)
 }
-LOG2_RANGES = {"log", "log2", "log10", "cbrt", "atan"}  # the first range is that of log2 |x|
+LOG2_RANGES = {"log", "log2", "log10", "cbrt", "atan", "rsqrt"}  # the first range is that of log2 |x|
 
 
 @pytest.mark.parametrize("name", sorted(LAUNCH_CASES))
@@ -463,7 +464,7 @@ def test_two_loop_launch_matches_mpfr(name):
     rng = np.random.Generator(np.random.PCG64(3))
     n = SERIAL_MAX + 5000
     main = rng.uniform(lo, hi, 2 * n // 3)
-    positive = name in ("log", "log2", "log10")
+    positive = name in ("log", "log2", "log10", "rsqrt")
     if name in LOG2_RANGES:
         main = np.exp2(main) if positive else np.exp2(main) * rng.choice([-1, 1], main.size)
     sign = 1 if positive else rng.choice([-1, 1], n // 3)
