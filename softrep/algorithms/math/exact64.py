@@ -144,6 +144,8 @@ def decide_scaled(x, h, l, q, eps, inside, above, below):
 _SUB_SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52
 _SUB_SLACK = F64(2.0**-52)
 _HALF = F64(0.5)
+_MINUS_HALF = F64(-0.5)
+_ONE_D = F64(1.0)
 _TWO_M1000 = F64(2.0**-1000)
 _TWO_M74 = F64(2.0**-74)
 _Q_SUB = np.int32(1074)
@@ -159,8 +161,8 @@ def decide_subnormal(h, l, q, eps):
     big = mul_rn(h, up)
     n = sub_rn(add_rn(big, _SUB_SHIFT), _SUB_SHIFT)
     d = add_rn(sub_rn(big, n), mul_rn(l, up))
-    n = add_rn(n, F64(1.0)) if d > _HALF else n
-    n = sub_rn(n, F64(1.0)) if d < -_HALF else n
+    n = add_rn(n, _ONE_D) if d > _HALF else n
+    n = sub_rn(n, _ONE_D) if d < _MINUS_HALF else n
     margin = add_rn(mul_rn(big, eps), _SUB_SLACK)
     distance = sub_rn(fabs(d), _HALF)
     return mul_rn(mul_rn(n, _TWO_M1000), _TWO_M74), fabs(distance) > margin
