@@ -322,10 +322,10 @@ def test_plain_step_decides_correctly():
 
 def test_plain_erfc_step_rounds_subnormal_results_once():
     """Where erfc x is subnormal or near 2^-1022 (26.5 <= x < 27.25), the
-    plain-double step rounds h + l to the subnormal grid once, through an
-    outward window: every decided result is MPFR's, and it decides all but
-    the few arguments whose results lie within about two ulps' width of
-    2^-1022."""
+    plain-double step rounds h + l once onto the subnormal grid
+    (exact64.decide_subnormal): every decided result is MPFR's, every
+    argument beyond the 2^-1022 crossing's neighbourhood is decided, and
+    more than 99.9% of all."""
     rng = np.random.Generator(np.random.PCG64(79))
     top = 26.543258  # erfc(top) is about 2^-1022
     xs = np.concatenate([rng.uniform(26.5, 27.25, 40000), rng.uniform(top - 1e-4, top + 1e-4, 20000),

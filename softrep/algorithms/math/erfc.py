@@ -173,7 +173,7 @@ def _erfc_special64(x):
 # bracket_err's window err = 2^-71 h exceeds 2 * 2^-75.1 |h + l| + 2^-52 |l|
 # by more than 2^3.
 ERFC64_PLAIN_EPS = F64(2.0**-71)
-ERFC64_TINY_EPS = F64(2.0**-74)  # relative error of h + l < 2^-75.1 (above)
+ERFC64_SUBNORMAL_EPS = F64(2.0**-74)  # relative error of h + l < 2^-75.1 (above)
 SERIES_SAFE64 = F64(0.125)
 LARGE_SAFE64 = F64(1.0)
 _SCALE_UP = np.int32(64)
@@ -215,10 +215,10 @@ def erfc_fast64(x):
     lo = mul_rn(mul_rn(lo, up), _TWO_M64)
     hi = mul_rn(mul_rn(hi, up), _TWO_M64)
     decided = (lo == hi) & (lo >= _MIN_NORMAL)
-    tiny, tiny_decided = decide_subnormal(h, l, q, ERFC64_TINY_EPS)
+    below, below_decided = decide_subnormal(h, l, q, ERFC64_SUBNORMAL_EPS)
     subnormal = mul_rn(mul_rn(h, up), _TWO_M64) < _MIN_NORMAL
-    lo = tiny if subnormal else lo
-    decided = tiny_decided if subnormal else decided
+    lo = below if subnormal else lo
+    decided = below_decided if subnormal else decided
     r = ONE if a < TINY else lo
     r = TWO if x <= TWO_LIMIT64 else r
     r = ZERO64 if x >= ZERO_LIMIT64 else r

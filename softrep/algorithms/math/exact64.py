@@ -137,9 +137,9 @@ def decide_scaled(x, h, l, q, eps, inside, above, below):
 # 0 <= H < 2^52), f = H - n is exact (|f| <= 1/2, a multiple of ulp(H)), and
 # d = RN(f + L) is f + L to within 2^-53 (|f + L| < 1), |d| - 1/2 to within
 # 2^-54 more.  RN(v / 2^-1074) is n - 1, n or n + 1 as f + L is below -1/2,
-# between, or above 1/2 (v is never on a midpoint where the window is
-# narrower than its distance to it); with an error E = eps H of H + L, the
-# side is certain when ||d| - 1/2| > eps H + 2^-52.  The integer times
+# between, or above 1/2; with an error E = eps H of H + L, the side is
+# certain when ||d| - 1/2| > eps H + 2^-52 (a v on a midpoint is never
+# decided: there ||d| - 1/2| is within that margin).  The integer times
 # 2^-1074 is formed exactly in two scalings.
 _SUB_SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52
 _SUB_SLACK = F64(2.0**-52)
