@@ -225,9 +225,12 @@ _inline_cpu = _cpu_intrinsic(_inline_typer)
 def inline_into_callers():
     """Called first in a jitable function: have LLVM inline that function into
     every caller (the attribute alwaysinline).  LLVM inlines only small
-    functions by itself; a call left in a loop keeps the loop scalar, so the
-    large helpers of the vectorised fast paths (the trigonometric reduction,
-    erfc's pieces) carry this.  Inlining changes no bit.  Does nothing in
+    functions by itself; a call left in a loop keeps the loop scalar, so
+    every first step of the math functions (`<name>_fast`, `<name>_fast64`,
+    which the CPU launcher runs in a vectorised loop;
+    tests/test_fast_paths_vectorise.py) and their large helpers (the
+    trigonometric reduction, erfc's pieces) carry this.  Inlining changes no
+    bit.  Does nothing in
     plain Python (the simulator)."""
 
 
