@@ -202,6 +202,21 @@ def test_cpu_and_simulator_bits_agree(op, backend):
             assert torch.equal(a.view(INT_VIEW[dtype]), b.view(INT_VIEW[dtype])), (op, rounding, dtype)
 
 
+@pytest.mark.simulator
+def test_simulator_writes_out_over_its_own_input(backend):
+    # out= the very input: the kernel reads element i before writing it, on
+    # every device; the simulator's launch must not put the input back over
+    # the result
+    x, y = torch.randn(40_000), torch.randn(40_000)  # beyond the CPU light path
+    backend("cpu")
+    want = softrep.div(x, y)
+    backend("cuda")
+    for inplace in (x.clone(), x.clone()[:7]):
+        expected = want[: inplace.numel()]
+        assert softrep.div(inplace, y[: inplace.numel()], out=inplace) is inplace
+        assert torch.equal(inplace.view(torch.int32), expected.view(torch.int32))
+
+
 # Property test of the public ops on operands that reach every IEEE corner
 # (the primitives' own property tests live in test_rounding.py).
 from hypothesis import HealthCheck, given, settings  # noqa: E402

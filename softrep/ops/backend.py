@@ -286,8 +286,11 @@ def execute(cpu_launcher, cuda_launcher, outputs, inputs, *args, work=None):
             # The simulator's device arrays reject some strided numpy buffers
             # ("Array contains non-contiguous buffer"); a real GPU takes the
             # strided tensor as it is, and kernels index by strides, so a
-            # contiguous copy changes no bits.
-            host_in = [t.contiguous() for t in host_in]
+            # contiguous copy changes no bits.  It is always a copy: after a
+            # launch the simulator writes every argument back to the host,
+            # inputs included, so an input that is also the output (out= the
+            # same elements) would put its old values over the results.
+            host_in = [t.clone(memory_format=torch.contiguous_format) for t in host_in]
         arrays = [t.detach().numpy() for t in host_out] + [t.numpy() for t in host_in]
         # IEEE defaults (no flush-to-zero, round to nearest) whatever the caller set
         with ieee_state():
