@@ -293,6 +293,49 @@ def test_out_aliasing_an_input_and_strided_out():
     assert torch.equal(a, expected)
 
 
+@pytest.mark.parametrize("call", [lambda a, b, **kw: softrep.add(a, b, **kw),
+                                  lambda a, b, **kw: softrep.div(a, 3.0, rounding="up", **kw),
+                                  lambda a, b, **kw: softrep.exp(a, **kw),
+                                  lambda a, b, **kw: softrep.hypot(a, b, **kw)])
+def test_small_out_takes_the_light_path(call, monkeypatch):
+    """An `out` of the operands' shape, dtype and layout, apart from them or
+    the very same elements as one, is written by the serial kernel, without
+    the general path's checks; any other `out` goes to the general path."""
+    from softrep.ops import outputs
+    a, b = torch.randn(3, 5), torch.randn(3, 5)
+    expected = call(a, b)
+    general = []
+    prepare = outputs.prepare
+    monkeypatch.setattr(outputs, "prepare", lambda *args: (general.append(1), prepare(*args))[1])
+    out = torch.empty(3, 5)
+    assert call(a, b, out=out) is out and torch.equal(_bits(out), _bits(expected))
+    a2 = a.clone()
+    assert call(a2, b, out=a2) is a2 and torch.equal(_bits(a2), _bits(expected))
+    assert not general
+    buf = torch.cat([a.reshape(-1), torch.zeros(1)])  # out = the input shifted by one element
+    shifted = buf[1:].view(3, 5)
+    assert call(buf[:15].view(3, 5), b, out=shifted) is shifted and torch.equal(_bits(shifted), _bits(expected))
+    assert general == [1]
+    with pytest.raises(TypeError, match="'out' has dtype torch.float64"):
+        call(a, b, out=torch.empty(3, 5, dtype=torch.float64))
+
+
+def test_mean_divides_in_the_sum_kernel(monkeypatch):
+    """A small mean over trailing dims is one serial kernel, its divisor the
+    number of reduced elements; its bits are those of div_rn(sum, n)
+    (computed here by torch's IEEE division) on the light and general paths."""
+    from softrep.cpu import reduce as cpu_reduce
+    calls = []
+    serial_sum = cpu_reduce.serial_sum
+    monkeypatch.setattr(cpu_reduce, "serial_sum", lambda *a: (calls.append(a[5:]), serial_sum(*a))[1])
+    x = _special(6 * 300, torch.float32, 8).reshape(6, 300)
+    light = softrep.mean(x, 1)
+    assert calls == [(300,)]
+    assert torch.equal(_bits(light), _bits(torch.div(softrep.sum(x, 1), 300.0)))
+    big = _special(40 * 1000, torch.float32, 9).reshape(40, 1000)  # beyond the light path's size
+    assert torch.equal(_bits(softrep.mean(big, 1)), _bits(torch.div(softrep.sum(big, 1), 1000.0)))
+
+
 # --------------------------------------------------------------------------- reductions, small mm, Python numbers
 
 
@@ -306,7 +349,7 @@ def _general(fn, *tensors):
 @pytest.mark.parametrize("shape,dim,keepdim", [((10,), None, False), ((), None, False), ((3, 300), 1, True),
                                                ((4, 5, 6), (1, 2), False), ((2, 129), -1, False),
                                                ((7, 3), 0, False), ((5, 4), (0, 1), True)])
-@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
 def test_small_reductions_take_the_light_path_with_the_general_bits(op, shape, dim, keepdim, dtype):
     x = _special(max(1, int(np.prod(shape))), dtype, 3).reshape(shape)
     fn = getattr(softrep, op)

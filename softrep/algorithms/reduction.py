@@ -71,7 +71,7 @@ import numpy as np
 from numba.core import types as _types
 
 from ..primitives.jit import bitcast, by_type, inline_into_callers
-from ..primitives.rounding import NAN32, NAN64, ZERO32, ZERO64, add_rn, canonical, jitable, mul_rn, sub_rn
+from ..primitives.rounding import NAN32, NAN64, ZERO32, ZERO64, add_rn, canonical, div_rn, jitable, mul_rn, sub_rn
 from ..primitives.vector import LANES, add_rn_f32x8, load_f32x8, store_f32x8
 
 BLOCK = 128  # terms per block partial
@@ -110,6 +110,15 @@ def sum_from_partials(p, count):
     """The documented sum from its block partials p[0:count] (count >= 1): the
     tree's total, any NaN made canonical.  Overwrites p[0:count]."""
     return canonical(tree_inplace(p, 0, count))
+
+
+@jitable
+def divided_sum_from_partials(p, count, divisor):
+    """div_rn(sum_from_partials(p, count), divisor): with divisor = n, the
+    number of reduced elements, the documented mean; with divisor = 1 the sum
+    itself, bit for bit (x / 1 is x for every x, and the sum's NaN is already
+    canonical).  Overwrites p[0:count]."""
+    return div_rn(sum_from_partials(p, count), divisor)
 
 
 _U = tuple(np.uint64(i) for i in range(9))

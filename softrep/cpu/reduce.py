@@ -43,15 +43,15 @@ import functools
 
 import numpy as np
 from llvmlite import ir
-from numba import carray, njit, prange, types
+from numba import carray, from_dtype, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.arrayobj import populate_array
 
 from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
-from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, extend_values_f32x8, extreme_value,
-                                    improves, key_value, narrow_key, order_key, extreme_scan, sum_from_partials,
-                                    sums_from_partials_f32x8, widen_key)
+from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, divided_sum_from_partials,
+                                    extend_values_f32x8, extreme_value, improves, key_value, narrow_key, order_key,
+                                    extreme_scan, sum_from_partials, sums_from_partials_f32x8, widen_key)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, address_as_pointer, kernel, prefer_host_vectors
@@ -581,9 +581,10 @@ def sum_values_of_slabs(out, x3):
 #
 # Small reductions of contiguous rows on the calling thread, through the
 # tensors' addresses (the elementwise ops' light path, softrep/cpu/launch.py):
-# `serial_sum(dtype, out, x, m, n)` gives out[i] the documented sum of
-# x[i*n : (i+1)*n], each block's partial (`VALUES.block`) then the tree
-# (`sum_from_partials`), the steps of the row layout above; and
+# `serial_sum(dtype, out, x, m, n, divisor)` gives out[i] the documented sum
+# of x[i*n : (i+1)*n], each block's partial (`VALUES.block`) then the tree
+# (`sum_from_partials`), the steps of the row layout above, divided by
+# `divisor` (1 for a sum, n for a mean); and
 # `serial_extreme(dtype, out, x, m, n, largest)` the amax/amin value of each
 # row (`extreme_scan`, `extreme_value`).  A Python call with integers
 # costs a fraction of one with arrays, and the kernel sets IEEE's control
@@ -593,7 +594,7 @@ _block = VALUES.block
 
 
 def _serial_reductions(dtype):
-    def sum_serial(out, x, m, n, mask):
+    def sum_serial(out, x, m, n, divisor, mask):
         old = enter_ieee(mask)
         o = carray(address_as_pointer(out), m, dtype)
         a = carray(address_as_pointer(x), m * n, dtype)
@@ -604,7 +605,7 @@ def _serial_reductions(dtype):
             for j in range(nb):
                 start = base + j * BLOCK
                 p[j] = _block(a, start, min(start + BLOCK, base + n), a[start])
-            o[i] = sum_from_partials(p, nb)
+            o[i] = divided_sum_from_partials(p, nb, divisor)
         leave_ieee(old)
 
     def extreme_serial(out, x, m, n, largest, mask):
@@ -618,7 +619,7 @@ def _serial_reductions(dtype):
 
     name = np.dtype(dtype).name
     address = types.intp
-    sums = kernel(f"reduce.serial_sum.{name}", (address, address, _I, _I, _I))(
+    sums = kernel(f"reduce.serial_sum.{name}", (address, address, _I, _I, from_dtype(np.dtype(dtype)), _I))(
         njit(cache=True, error_model="numpy")(sum_serial))
     extremes = kernel(f"reduce.serial_extreme.{name}", (address, address, _I, _I, types.boolean, _I))(
         njit(cache=True, error_model="numpy")(extreme_serial))
@@ -628,10 +629,13 @@ def _serial_reductions(dtype):
 _SERIAL = {np.dtype(t): _serial_reductions(t) for t in (np.float32, np.float64)}
 
 
-def serial_sum(dtype, out, x, m, n):
+def serial_sum(dtype, out, x, m, n, divisor=1):
     """out[i] = the documented sum of row i of x (m rows of n >= 1 elements,
-    C-contiguous, numpy dtype `dtype`, given by their addresses)."""
-    _SERIAL[dtype][0](out, x, m, n, CONTROL_MASK)
+    C-contiguous, numpy dtype `dtype`, given by their addresses), divided by
+    `divisor` (div_rn; 1, the default, leaves the sum as it is, n gives the
+    mean).  `divisor` is converted to `dtype`: exact for the integers below
+    2^24, and n is at most SERIAL_MAX."""
+    _SERIAL[dtype][0](out, x, m, n, np.dtype(dtype).type(divisor), CONTROL_MASK)
 
 
 def serial_extreme(dtype, out, x, m, n, largest):

@@ -143,14 +143,22 @@ def _number_buffer(value, dtype, n):
     return buffer
 
 
-def light(cpu_run, values):
+def light(cpu_run, values, out=None):
     """The result of the CPU launcher `cpu_run` on `values` by the light path
     (`softrep.ops.backend.light_dtype`: same-shape contiguous CPU tensors, no
     autograd to record, at most `cpu_run.serial_max` elements), or None where
     the call needs the general path.  Same kernel, same bits: one call of the
     serial kernel on the tensors' addresses, no autograd Function, no
     broadcasting, no numpy views.  A Python number among them is read from a
-    buffer of equal elements (`_number_buffer`)."""
+    buffer of equal elements (`_number_buffer`).
+
+    With `out` (torch's out= semantics, softrep.ops.outputs) the kernel writes
+    there and `out` is returned, when `out` is a plain tensor of the operands'
+    shape, dtype and layout that overlaps no operand except as the very same
+    elements (`add(x, y, out=x)`: the serial kernel reads element i before it
+    writes element i).  Any other `out` -- one to resize, to convert, or that
+    requires grad -- is left to the general path, which checks it and says
+    what is wrong."""
     tensors = values
     for v in values:
         if not isinstance(v, torch.Tensor):
@@ -158,6 +166,10 @@ def light(cpu_run, values):
             if not tensors:
                 return None
             break
+    if out is not None:
+        if not isinstance(out, torch.Tensor):
+            return None
+        tensors = [*tensors, out]
     dtype = backend.light_dtype(tensors)
     if dtype is None or dtype not in cpu_run.serial:
         return None
@@ -165,7 +177,9 @@ def light(cpu_run, values):
     n = first.numel()
     if n > cpu_run.serial_max:
         return None
-    if tensors is not values:
+    if out is not None and not _apart_or_same(out, tensors[:-1]):
+        return None
+    if len(tensors) != len(values) + (out is not None):
         operands = []  # the buffers stay referenced here until the kernel is done
         for v in values:
             if not isinstance(v, torch.Tensor):
@@ -175,10 +189,24 @@ def light(cpu_run, values):
             operands.append(v)
     else:
         operands = values
-    result = torch.empty_like(first)  # contiguous like `first` (light_dtype checked)
+    result = torch.empty_like(first) if out is None else out  # contiguous like `first` (light_dtype checked)
     if n:
         cpu_launch.launch_serial(cpu_run, dtype, result.data_ptr(), [t.data_ptr() for t in operands], n)
     return result
+
+
+def _apart_or_same(out, tensors):
+    """Whether the C-contiguous `out` shares no byte with any of the
+    C-contiguous, same-shape `tensors`, or only as the very same elements
+    (the same first address).  For contiguous tensors of one shape, overlapping
+    address ranges are exactly shared memory."""
+    start = out.data_ptr()
+    stop = start + out.numel() * out.element_size()
+    for t in tensors:
+        at = t.data_ptr()
+        if at != start and at < stop and start < at + t.numel() * t.element_size():
+            return False
+    return True
 
 
 def _scalars_as_numbers(tensors):
@@ -427,12 +455,11 @@ def _sign(x):
 
 def _op(name, values, rounding, out=None):
     spec = SPECS[name]
-    if out is None:
-        run = spec.light_launchers.get(rounding)
-        if run is not None:
-            result = light(run, values)
-            if result is not None:
-                return result
+    run = spec.light_launchers.get(rounding)
+    if run is not None:
+        result = light(run, values, out)
+        if result is not None:
+            return result
     suffix = rounding_suffix(name, rounding)
     tensors = operands(name, spec.arg_names, values)
     if out is not None:

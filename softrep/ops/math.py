@@ -122,8 +122,8 @@ def _public_op(fn):
     light_run = spec.light_launchers["nearest"]
 
     def op(*args, out=None):
-        if out is None and len(args) == len(arg_names):
-            result = light(light_run, args)
+        if len(args) == len(arg_names):
+            result = light(light_run, args, out)
             if result is not None:
                 return result
         if len(args) != len(arg_names):

@@ -5,15 +5,13 @@ docs/order.md) or, for amax and its kin, on an order-free comparison; their
 backward passes are made of softrep ops.
 """
 
-import math
-
 import torch
 
 from . import backend, batching
 from . import elementwise as E
 from . import mixed
-from .summation import (SumFunction, as_rows, check_dtype, check_input, light_rows, reduced_dims, reduction_shapes,
-                        scalar_as_1d, sum, sum_raw, sum_rows, sum_to_shape)
+from .summation import (BroadcastFunction, as_rows, check_dtype, check_input, light_rows, light_sum,
+                        reduced_dims, reduction_shapes, scalar_as_1d, sum, sum_raw, sum_rows, sum_to_shape)
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
@@ -63,11 +61,17 @@ def _extreme_values_raw(fn, x, dims, keepdim, largest):
     return values.reshape(out_shape)
 
 
+def _mean_raw(x, dims, keepdim):
+    """div_rn(sum, n), the division written over the sum's own output (no
+    second tensor, no autograd: the division's light path for small ones)."""
+    total = sum_raw(x, dims, keepdim)
+    return E.div(total, float(reduction_shapes(x, dims, keepdim)[2]), out=total)
+
+
 def _var_raw(x, dims, correction, keepdim):
     out_shape, _, n = reduction_shapes(x, dims, keepdim)
-    mean_keep = E.div(sum_raw(x, dims, True), float(n))
-    squares = sum_rows(as_rows(x, dims), mean_keep, centered=True)
-    return E.div(squares, float(max(n - correction, 0))).reshape(out_shape)
+    squares = sum_rows(as_rows(x, dims), _mean_raw(x, dims, True), centered=True)
+    return E.div(squares, float(max(n - correction, 0)), out=squares).reshape(out_shape)
 
 
 class _Var(backend.Function):
@@ -147,6 +151,30 @@ class _ArgExtreme(backend.Function):
         return _extreme_raw(fn, x, batching.shift_dims(dims), keepdim, largest)[1], 0
 
 
+class _Mean(backend.Function):
+    """mean over `dims` as one autograd node; backward: div_rn(g, n) broadcast
+    back, the steps (and bits) of the division's backward followed by the
+    sum's."""
+
+    @staticmethod
+    def forward(x, dims, keepdim):
+        return _mean_raw(x, dims, keepdim)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, dims, keepdim = inputs
+        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
+        ctx.n = float(reduction_shapes(x, dims, keepdim)[2])
+
+    @staticmethod
+    def backward(ctx, g):
+        return backend.call(BroadcastFunction, E.div(g, ctx.n), ctx.dims, ctx.keepdim, ctx.shape), None, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, dims, keepdim):
+        return _mean_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), keepdim), 0
+
+
 @mixed.float32_compute("mean")
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """div_rn(sum, n), n the number of reduced elements (rounded to the dtype;
@@ -156,9 +184,11 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     dims = reduced_dims("mean", input, dim)
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
-    n = math.prod(x.shape[d] for d in dims)
-    total = backend.call(SumFunction, x, dims, keepdim and input.dim() > 0)
-    return E.div(total, float(n))
+    keepdim = keepdim and input.dim() > 0
+    light = light_sum(x, dims, keepdim, divisor=reduction_shapes(x, dims, keepdim)[2])  # nothing to record
+    if light is not None:
+        return light
+    return backend.call(_Mean, x, dims, keepdim)
 
 
 def _correction(fn, correction):

@@ -26,7 +26,7 @@ from .validate import FLOAT_DTYPES, normalize_dim
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
-__all__ = ["sum", "sum_to_shape", "SumFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
+__all__ = ["sum", "sum_to_shape", "SumFunction", "BroadcastFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
            "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
            "light_column_sum"]
 
@@ -174,14 +174,14 @@ class SumFunction(backend.Function):
 
     @staticmethod
     def backward(ctx, g):
-        return backend.call(_Broadcast, g, ctx.dims, ctx.keepdim, ctx.shape), None, None
+        return backend.call(BroadcastFunction, g, ctx.dims, ctx.keepdim, ctx.shape), None, None
 
     @staticmethod
     def vmap(info, in_dims, x, dims, keepdim):
         return sum_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), keepdim), 0
 
 
-class _Broadcast(backend.Function):
+class BroadcastFunction(backend.Function):
     """g (the result of reducing `dims`) expanded to `shape`; backward: sum."""
 
     @staticmethod
@@ -244,16 +244,18 @@ def light_rows(input, dims, keepdim):
     return dtype, m, total // m, lead + (1,) * len(dims) if keepdim else lead
 
 
-def light_sum(input, dims, keepdim):
+def light_sum(input, dims, keepdim, divisor=1):
     """The sum over `dims` by the light path's serial kernel (`light_rows`, or
     `light_column_sum` for leading dims), or None where that path does not
-    apply."""
+    apply.  With a `divisor` other than 1 (the mean's n), the sum divided by
+    it (div_rn, in the same kernel) over trailing dims, and None for leading
+    ones."""
     light = light_rows(input, dims, keepdim)
     if light is None:
-        return light_column_sum(input, dims, keepdim)
+        return light_column_sum(input, dims, keepdim) if divisor == 1 else None
     numpy_dtype, m, n, out_shape = light
     out = backend.new_empty(input, out_shape)
-    cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n)
+    cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n, divisor)
     return out
 
 
