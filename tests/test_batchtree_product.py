@@ -50,7 +50,9 @@ def materialised_nodes(at, b, start, total):
 
 
 CASES = [  # samples, k, m, n
-    (1, 1, 1, 1), (2, 3, 5, 4), (3, 5, 7, 9), (7, 4, 17, 33), (13, 3, 30, 40), (64, 2, 15, 70), (37, 0, 3, 4)]
+    (1, 1, 1, 1), (2, 3, 5, 4), (3, 5, 7, 9), (7, 4, 17, 33), (13, 3, 30, 40), (64, 2, 15, 70), (37, 0, 3, 4),
+    # one row per sample (k = 1): nodes of eight in registers, either operand along the lanes
+    (8, 1, 5, 40), (13, 1, 40, 6), (64, 1, 15, 70), (100, 1, 33, 17), (9, 1, 1, 9), (6, 1, 4, 3)]
 
 
 @pytest.mark.parametrize("launch", ["serial", "parallel"])
@@ -72,6 +74,25 @@ def test_tree_product_is_the_materialised_tree(samples, k, m, n, dtype, launch, 
         assert got.shape == (len(want), 1, m, n)
         for (_, _, value), node in zip(want, got):
             assert_same_bits(node[0], value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_one_row_samples_start_their_chains_from_plus_zero(dtype, monkeypatch):
+    """A sample's chain of one step is fma(a, b, +0): +0 where a * b is -0
+    (a plain product would give -0), in a node of eight, in a shorter run
+    and in a lone sample, whichever operand runs along the lanes; and the
+    one-row schedule does run."""
+    from softrep.cpu import linalg as cpu_linalg
+    calls = []
+    outer = cpu_linalg.serial_outer_tree
+    monkeypatch.setattr(cpu_linalg, "serial_outer_tree", lambda *a: (calls.append(a[-3:]), outer(*a))[1])
+    for samples, m, n in [(8, 2, 3), (5, 2, 3), (1, 3, 2), (16, 3, 2)]:
+        at = torch.full((samples, 1, 1, m), -0.0, dtype=dtype)
+        b = torch.ones(samples, 1, 1, n, dtype=dtype)
+        got = products.tree_product(at, b, [(0, samples)])
+        assert torch.equal(bits(got), bits(torch.zeros_like(got)))
+        assert torch.equal(bits(got), bits(materialised_nodes(at, b, 0, samples)[0][2][None, None]))
+    assert calls == [(2, 3, 8), (2, 3, 5), (3, 2, 1), (3, 2, 16)]
 
 
 @pytest.mark.parametrize("threads", [1, 64])

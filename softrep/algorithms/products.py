@@ -49,7 +49,7 @@ import functools
 import numpy as np
 
 from ..primitives.rounding import ZERO32, ZERO64, add_rn, canonical, fma_rn, jitable
-from .reduction import popcount
+from .reduction import popcount, zero_like
 
 # Every chain starts from +0 (so that an empty product is +0), in the operands' dtype.
 CHAIN_START = {"float32": ZERO32, "float64": ZERO64}
@@ -254,3 +254,61 @@ def tree_node_of_eight(out, at, leaves, first, ld, lanes):
         a = add_rn(add_rn(leaves[i], leaves[i + d]), add_rn(leaves[i + 2 * d], leaves[i + 3 * d]))
         b = add_rn(add_rn(leaves[i + 4 * d], leaves[i + 5 * d]), add_rn(leaves[i + 6 * d], leaves[i + 7 * d]))
         out[o + k] = add_rn(a, b)
+
+
+# One row per sample (K = 1: a linear layer's input [batch, features]): each
+# sample's chain is one step from +0, chain_step(a, b, +0), so a kernel can
+# form the leaves of an aligned run of eight samples and their node (3, j)
+# in registers and push only that node onto the stack, as tree_node_of_eight
+# allows; a run of fewer than eight at a node's end is pushed leaf by leaf onto
+# a stack of its own, whose finished node is then pushed in its place (the
+# level-by-level tree of those leaves, the bits of node (3, j) with its right
+# children missing; `tree_finish` makes a NaN canonical there too, which the
+# root does anyway).
+
+
+@jitable
+def outer_leaf(out, at, a, b, b_first, lanes):
+    """out[at + k] = chain_step(a, b[b_first + k], +0): sample's chain of one
+    step for `lanes` outputs (a scalar, b a row).  Offsets unsigned."""
+    o, f = np.uint64(at), np.uint64(b_first)
+    zero = zero_like(a)
+    for k in range(np.uint64(lanes)):
+        out[o + k] = chain_step(a, b[f + k], zero)
+
+
+@jitable
+def outer_node_of_eight(out, at, a, a_first, a_step, b, b_first, b_step, lanes):
+    """The tree node over eight consecutive samples' one-step chains (the first
+    position a multiple of 8), for `lanes` outputs: sample r's leaf of output
+    k is chain_step(a[a_first + r*a_step], b[b_first + r*b_step + k], +0), and
+    out[at + k] = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), as in
+    tree_node_of_eight, without storing the leaves.  Offsets unsigned."""
+    # the eight rows' offsets by additions alone: a product of an unsigned
+    # offset and an integer literal is not one LLVM sees as affine in k, and
+    # the row's loads become gathers
+    o, d, e = np.uint64(at), np.uint64(b_step), np.uint64(a_step)
+    f0 = np.uint64(b_first)
+    f1 = f0 + d
+    f2 = f1 + d
+    f3 = f2 + d
+    f4 = f3 + d
+    f5 = f4 + d
+    f6 = f5 + d
+    f7 = f6 + d
+    i0 = np.uint64(a_first)
+    i1 = i0 + e
+    i2 = i1 + e
+    i3 = i2 + e
+    i4 = i3 + e
+    i5 = i4 + e
+    i6 = i5 + e
+    i7 = i6 + e
+    a0, a1, a2, a3, a4, a5, a6, a7 = a[i0], a[i1], a[i2], a[i3], a[i4], a[i5], a[i6], a[i7]
+    zero = zero_like(a0)
+    for k in range(np.uint64(lanes)):
+        p = add_rn(add_rn(chain_step(a0, b[f0 + k], zero), chain_step(a1, b[f1 + k], zero)),
+                   add_rn(chain_step(a2, b[f2 + k], zero), chain_step(a3, b[f3 + k], zero)))
+        q = add_rn(add_rn(chain_step(a4, b[f4 + k], zero), chain_step(a5, b[f5 + k], zero)),
+                   add_rn(chain_step(a6, b[f6 + k], zero), chain_step(a7, b[f7 + k], zero)))
+        out[o + k] = add_rn(p, q)

@@ -42,7 +42,8 @@ from numba import carray, njit, prange, types
 from numba.core import config as _numba_config
 from numba.extending import overload
 
-from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
+from ..algorithms.products import (finish, finish_add, micro_kernel, outer_leaf, outer_node_of_eight, tree_carry,
+                                   tree_finish, tree_slot, tree_slots)
 from ..algorithms.widening import narrowed_bits, widened
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
@@ -893,6 +894,95 @@ def serial_tree_product(dtype, out, at, bm, first, counts, nodes, samples, group
             _SERIAL_TREE_PRODUCT[dtype](out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots,
                                         CONTROL_MASK)
         _SERIAL_LOADED.add(("tree", dtype))
+
+
+# Samples of one row (K = 1, one group: a linear layer's [batch, features]
+# input): the serial schedule of `tree_product` for them.  Output row i of a
+# node is n lanes with one stack of tree nodes; for each aligned run of eight
+# samples the leaves and their node are formed in registers
+# (`outer_node_of_eight`) and only the node is pushed, so the stack is
+# touched once per eight samples instead of once per sample; a run of fewer
+# than eight at the node's end goes through a stack of its own
+# (`outer_leaf`).  The same leaves and the same tree, so the same bits, as
+# the per-sample micro-kernel chains.
+
+TAIL_SLOTS = tree_slots(7)
+OUTER_ROWS = 4  # output rows per stack of `serial_outer_tree`
+
+
+def _serial_outer_tree(dtype):
+    def outer_tree_serial(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, mask):
+        # a (S, M) and b (S, N) C-contiguous, out (nodes, M, N), or (nodes, N,
+        # M) when `transposed`: out[node, i, j] (out[node, j, i]) the batch
+        # tree over the node's samples of chain_step(a[s, i], b[s, j], +0).
+        # OUTER_ROWS output rows share one stack, whose slots hold their n
+        # lanes side by side, so each carry runs over all of them.
+        old = enter_ieee(mask)
+        o = carray(address_as_pointer(out), nodes * m * n, dtype)
+        x = carray(address_as_pointer(a), samples * m, dtype)
+        y = carray(address_as_pointer(b), samples * n, dtype)
+        node_first = carray(address_as_pointer(first), nodes, np.int64)
+        node_count = carray(address_as_pointer(counts), nodes, np.int64)
+        stack = np.empty(slots * OUTER_ROWS * n, dtype)
+        tail = np.empty(TAIL_SLOTS * OUTER_ROWS * n, dtype)
+        for node in range(nodes):
+            f, c = node_first[node], node_count[node]
+            eights = c // 8
+            for i0 in range(0, m, OUTER_ROWS):
+                rows = min(OUTER_ROWS, m - i0)
+                ld = rows * n
+                count = 0
+                for q in range(eights):
+                    s0 = f + 8 * q
+                    base = tree_slot(count) * ld
+                    for r in range(rows):
+                        outer_node_of_eight(stack, base + r * n, x, s0 * m + i0 + r, m, y, s0 * n, n, n)
+                    count = tree_carry(stack, ld, count, ld)
+                if 8 * eights < c:
+                    t = 0
+                    for s in range(f + 8 * eights, f + c):
+                        base = tree_slot(t) * ld
+                        for r in range(rows):
+                            outer_leaf(tail, base + r * n, x[s * m + i0 + r], y, s * n, n)
+                        t = tree_carry(tail, ld, t, ld)
+                    tree_finish(tail, ld, t, ld)
+                    base = tree_slot(count) * ld
+                    for j in range(ld):
+                        stack[base + j] = tail[j]
+                    count = tree_carry(stack, ld, count, ld)
+                tree_finish(stack, ld, count, ld)
+                if transposed:
+                    for r in range(rows):
+                        for j in range(n):
+                            o[(node * n + j) * m + i0 + r] = stack[r * n + j]
+                else:
+                    at = (node * m + i0) * n
+                    for j in range(ld):
+                        o[at + j] = stack[j]
+        leave_ieee(old)
+
+    address = types.intp
+    return kernel(f"linalg.serial_outer_tree.{np.dtype(dtype).name}",
+                  (address,) * 5 + (_I,) * 5 + (types.boolean, _I))(
+        njit(cache=True, error_model="numpy")(outer_tree_serial))
+
+
+_SERIAL_OUTER_TREE = {np.dtype(t): _serial_outer_tree(t) for t in (np.float32, np.float64)}
+
+
+def serial_outer_tree(dtype, out, a, b, first, counts, nodes, samples, m, n, largest):
+    """`tree_product` of samples of one row (K = 1, one group) on the calling
+    thread, through addresses: a (S, M) and b (S, N) C-contiguous buffers of
+    numpy dtype `dtype`, out (nodes, M, N), first and counts int64 tables of
+    the nodes' samples (counts >= 1, at most `largest`).  The same leaves,
+    tree and canonical NaNs as `serial_tree_product`.  The longer of the two
+    operand rows is the one along the vector lanes: a leaf's fma(a, b, +0)
+    is fma(b, a, +0), bit for bit (one exact product, rounded once)."""
+    slots = tree_slots(largest // 8 + 1)
+    if m > n:
+        _SERIAL_OUTER_TREE[dtype](out, b, a, first, counts, nodes, samples, n, m, slots, True, CONTROL_MASK)
+    else:
+        _SERIAL_OUTER_TREE[dtype](out, a, b, first, counts, nodes, samples, m, n, slots, False, CONTROL_MASK)
 
 
 def tree_product(out, at, bm, first, counts, dims):
