@@ -41,7 +41,8 @@ softrep/cuda/linalg.py, conv.py) only pack, tile and launch:
 * `tree_slot`, `tree_carry`, `tree_finish` add per-sample chains along the
   batch tree as they are produced (see "per-sample chains into the batch
   tree" below): the weight gradients of the batch order without storing one
-  partial per sample.
+  partial per sample.  `outer_node_of_eight` and `outer_leaf` do the same
+  for samples of one row, whose chains are one step each.
 """
 
 import functools
