@@ -289,22 +289,14 @@ def outer_node_of_eight(out, at, a, a_first, a_step, b, b_first, b_step, lanes):
     # offset and an integer literal is not one LLVM sees as affine in k, and
     # the row's loads become gathers
     o, d, e = np.uint64(at), np.uint64(b_step), np.uint64(a_step)
-    f0 = np.uint64(b_first)
-    f1 = f0 + d
-    f2 = f1 + d
-    f3 = f2 + d
-    f4 = f3 + d
-    f5 = f4 + d
-    f6 = f5 + d
-    f7 = f6 + d
-    i0 = np.uint64(a_first)
-    i1 = i0 + e
-    i2 = i1 + e
-    i3 = i2 + e
-    i4 = i3 + e
-    i5 = i4 + e
-    i6 = i5 + e
-    i7 = i6 + e
+    f0, i0 = np.uint64(b_first), np.uint64(a_first)
+    f1, i1 = f0 + d, i0 + e
+    f2, i2 = f1 + d, i1 + e
+    f3, i3 = f2 + d, i2 + e
+    f4, i4 = f3 + d, i3 + e
+    f5, i5 = f4 + d, i4 + e
+    f6, i6 = f5 + d, i5 + e
+    f7, i7 = f6 + d, i6 + e
     a0, a1, a2, a3, a4, a5, a6, a7 = a[i0], a[i1], a[i2], a[i3], a[i4], a[i5], a[i6], a[i7]
     zero = zero_like(a0)
     for k in range(np.uint64(lanes)):
