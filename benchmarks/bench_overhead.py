@@ -3,8 +3,9 @@
 `python benchmarks/bench_overhead.py [--calls 1000] [--size 10]`: the median
 time of `--calls` calls (after 100 untimed ones) of each op on float32 tensors
 of `--size` elements (mm: 2x5 @ 5x2 for 10), softrep and torch in the same
-process, one after the other.  Nothing requires grad; a second table times the
-same ops with an input that requires grad (the autograd Function's path).
+process, one after the other (`out=`: into a preallocated tensor on both
+sides).  Nothing requires grad; a second table times the same ops with an
+input that requires grad (the autograd Function's path).
 Never asserted in tests: the machine may be shared.
 """
 
@@ -28,16 +29,20 @@ def median_us(fn, calls):
     return statistics.median(times) / 1000
 
 
-def cases(x, y, a, b):
+def cases(x, y, a, b, out=None):
+    out = torch.empty_like(x) if out is None else out
     return [
         ("add", lambda: softrep.add(x, y), lambda: torch.add(x, y)),
+        ("add, out=", lambda: softrep.add(x, y, out=out), lambda: torch.add(x, y, out=out)),
         ("mul", lambda: softrep.mul(x, y), lambda: torch.mul(x, y)),
         ("add, rounding='up'", lambda: softrep.add(x, y, rounding="up"), None),
         ("sqrt", lambda: softrep.sqrt(x.abs()), lambda: torch.sqrt(x.abs())),
         ("exp", lambda: softrep.exp(x), lambda: torch.exp(x)),
+        ("exp, out=", lambda: softrep.exp(x, out=out), lambda: torch.exp(x, out=out)),
         ("tanh", lambda: softrep.tanh(x), lambda: torch.tanh(x)),
         ("mul by a number", lambda: softrep.mul(x, 2.0), lambda: torch.mul(x, 2.0)),
         ("sum", lambda: softrep.sum(x), lambda: torch.sum(x)),
+        ("mean", lambda: softrep.mean(x), lambda: torch.mean(x)),
         ("amax", lambda: softrep.amax(x), lambda: torch.amax(x)),
         ("mm", lambda: softrep.mm(a, b), lambda: torch.mm(a, b)),
     ]
@@ -62,7 +67,8 @@ def main():
     xg = x.clone().requires_grad_()
     print("\nwith an input that requires grad (autograd records the op)")
     print(f"| op | softrep us | torch us |\n|---|---|---|")
-    for name, ours, theirs in cases(xg, y, a, b)[:5]:
+    recorded = [c for c in cases(xg, y, a, b) if "out=" not in c[0]]  # out= is not differentiable
+    for name, ours, theirs in recorded[:5]:
         print(f"| {name} | {median_us(ours, args.calls):.1f} | "
               f"{median_us(theirs, args.calls) if theirs else float('nan'):.1f} |")
 

@@ -629,13 +629,17 @@ def _serial_reductions(dtype):
 _SERIAL = {np.dtype(t): _serial_reductions(t) for t in (np.float32, np.float64)}
 
 
-def serial_sum(dtype, out, x, m, n, divisor=1):
+_ONES = {dtype: dtype.type(1) for dtype in _SERIAL}
+
+
+def serial_sum(dtype, out, x, m, n, divisor=None):
     """out[i] = the documented sum of row i of x (m rows of n >= 1 elements,
     C-contiguous, numpy dtype `dtype`, given by their addresses), divided by
-    `divisor` (div_rn; 1, the default, leaves the sum as it is, n gives the
-    mean).  `divisor` is converted to `dtype`: exact for the integers below
-    2^24, and n is at most SERIAL_MAX."""
-    _SERIAL[dtype][0](out, x, m, n, np.dtype(dtype).type(divisor), CONTROL_MASK)
+    `divisor` (div_rn; None leaves the sum as it is, n gives the mean).
+    `divisor` is converted to `dtype`: exact for the integers below 2^24, and
+    n is at most SERIAL_MAX."""
+    one = _ONES[dtype]
+    _SERIAL[dtype][0](out, x, m, n, one if divisor is None else one.dtype.type(divisor), CONTROL_MASK)
 
 
 def serial_extreme(dtype, out, x, m, n, largest):

@@ -244,15 +244,14 @@ def light_rows(input, dims, keepdim):
     return dtype, m, total // m, lead + (1,) * len(dims) if keepdim else lead
 
 
-def light_sum(input, dims, keepdim, divisor=1):
+def light_sum(input, dims, keepdim, divisor=None):
     """The sum over `dims` by the light path's serial kernel (`light_rows`, or
     `light_column_sum` for leading dims), or None where that path does not
-    apply.  With a `divisor` other than 1 (the mean's n), the sum divided by
-    it (div_rn, in the same kernel) over trailing dims, and None for leading
-    ones."""
+    apply.  With a `divisor` (the mean's n), the sum divided by it (div_rn,
+    in the same kernel) over trailing dims, and None for leading ones."""
     light = light_rows(input, dims, keepdim)
     if light is None:
-        return light_column_sum(input, dims, keepdim) if divisor == 1 else None
+        return light_column_sum(input, dims, keepdim) if divisor is None else None
     numpy_dtype, m, n, out_shape = light
     out = backend.new_empty(input, out_shape)
     cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n, divisor)
