@@ -166,6 +166,7 @@ def light(cpu_run, values, out=None):
             if not tensors:
                 return None
             break
+    numbers = tensors is not values  # some values are Python numbers
     if out is not None:
         if not isinstance(out, torch.Tensor):
             return None
@@ -179,7 +180,7 @@ def light(cpu_run, values, out=None):
         return None
     if out is not None and not _apart_or_same(out, tensors[:-1]):
         return None
-    if len(tensors) != len(values) + (out is not None):
+    if numbers:
         operands = []  # the buffers stay referenced here until the kernel is done
         for v in values:
             if not isinstance(v, torch.Tensor):
