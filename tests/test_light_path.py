@@ -310,7 +310,13 @@ def test_small_out_takes_the_light_path(call, monkeypatch):
     out = torch.empty(3, 5)
     assert call(a, b, out=out) is out and torch.equal(_bits(out), _bits(expected))
     a2 = a.clone()
+    written = []
+    launch = cpu_launch.launch_serial
+    monkeypatch.setattr(cpu_launch, "launch_serial", lambda run, dtype, to, *rest: (written.append(to),
+                                                                                       launch(run, dtype, to, *rest)))
     assert call(a2, b, out=a2) is a2 and torch.equal(_bits(a2), _bits(expected))
+    # the kernel wrote a temporary, not its own input (which would cost it its vector loop)
+    assert written and a2.data_ptr() not in written
     assert not general
     buf = torch.cat([a.reshape(-1), torch.zeros(1)])  # out = the input shifted by one element
     shifted = buf[1:].view(3, 5)

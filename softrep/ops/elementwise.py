@@ -152,13 +152,16 @@ def light(cpu_run, values, out=None):
     broadcasting, no numpy views.  A Python number among them is read from a
     buffer of equal elements (`_number_buffer`).
 
-    With `out` (torch's out= semantics, softrep.ops.outputs) the kernel writes
+    With `out` (torch's out= semantics, softrep.ops.outputs) the result goes
     there and `out` is returned, when `out` is a plain tensor of the operands'
-    shape, dtype and layout that overlaps no operand except as the very same
-    elements (`add(x, y, out=x)`: the serial kernel reads element i before it
-    writes element i).  Any other `out` -- one to resize, to convert, or that
-    requires grad -- is left to the general path, which checks it and says
-    what is wrong."""
+    shape, dtype and layout that overlaps no operand, or only as the very same
+    elements (`exp(x, out=x)`).  Those are written through a temporary and
+    `copy_`: a serial kernel whose output is one of its inputs keeps its
+    values but runs its scalar loop, not its vector one (the compiler's
+    overlap check fails), 6x slower for exp on 30,000 floats than the
+    kernel and the copy.  Any other `out` -- one to resize, to convert, or
+    that requires grad -- is left to the general path, which checks it and
+    says what is wrong."""
     tensors = values
     for v in values:
         if not isinstance(v, torch.Tensor):
@@ -178,8 +181,12 @@ def light(cpu_run, values, out=None):
     n = first.numel()
     if n > cpu_run.serial_max:
         return None
-    if out is not None and not _apart_or_same(out, tensors[:-1]):
-        return None
+    same = False
+    if out is not None:
+        overlap = _overlap(out, tensors[:-1])
+        if overlap == _PARTIAL:
+            return None
+        same = overlap == _SAME
     if numbers:
         operands = []  # the buffers stay referenced here until the kernel is done
         for v in values:
@@ -190,24 +197,32 @@ def light(cpu_run, values, out=None):
             operands.append(v)
     else:
         operands = values
-    result = torch.empty_like(first) if out is None else out  # contiguous like `first` (light_dtype checked)
+    # contiguous like `first` (light_dtype checked)
+    result = torch.empty_like(first) if out is None or same else out
     if n:
         cpu_launch.launch_serial(cpu_run, dtype, result.data_ptr(), [t.data_ptr() for t in operands], n)
-    return result
+    return out.copy_(result) if same else result
 
 
-def _apart_or_same(out, tensors):
-    """Whether the C-contiguous `out` shares no byte with any of the
-    C-contiguous, same-shape `tensors`, or only as the very same elements
-    (the same first address).  For contiguous tensors of one shape, overlapping
-    address ranges are exactly shared memory."""
+_APART, _SAME, _PARTIAL = range(3)
+
+
+def _overlap(out, tensors):
+    """_APART where the C-contiguous `out` shares no byte with any of the
+    C-contiguous, same-shape `tensors`; _SAME where it shares only the very
+    same elements (the same first address) with some; else _PARTIAL.  For
+    contiguous tensors of one shape, overlapping address ranges are exactly
+    shared memory."""
     start = out.data_ptr()
     stop = start + out.numel() * out.element_size()
+    overlap = _APART
     for t in tensors:
         at = t.data_ptr()
-        if at != start and at < stop and start < at + t.numel() * t.element_size():
-            return False
-    return True
+        if at == start and out.numel():
+            overlap = _SAME
+        elif at < stop and start < at + t.numel() * t.element_size():
+            return _PARTIAL
+    return overlap
 
 
 def _scalars_as_numbers(tensors):
