@@ -5,6 +5,8 @@ docs/order.md) or, for amax and its kin, on an order-free comparison; their
 backward passes are made of softrep ops.
 """
 
+import math
+
 import torch
 
 from . import backend, batching
@@ -61,17 +63,17 @@ def _extreme_values_raw(fn, x, dims, keepdim, largest):
     return values.reshape(out_shape)
 
 
-def _mean_raw(x, dims, keepdim):
-    """div_rn(sum, n), the division written over the sum's own output (no
-    second tensor, no autograd: the division's light path for small ones)."""
-    total = sum_raw(x, dims, keepdim)
-    return E.div(total, float(reduction_shapes(x, dims, keepdim)[2]), out=total)
+def _mean_raw(x, dims, keepdim, n):
+    """div_rn(sum, n), n the number of reduced elements; no autograd.  The
+    division gets an output of its own: written over the sum's (out=), its
+    parallel kernel would read and write one array and lose its vector loop."""
+    return E.div(sum_raw(x, dims, keepdim), float(n))
 
 
 def _var_raw(x, dims, correction, keepdim):
     out_shape, _, n = reduction_shapes(x, dims, keepdim)
-    squares = sum_rows(as_rows(x, dims), _mean_raw(x, dims, True), centered=True)
-    return E.div(squares, float(max(n - correction, 0)), out=squares).reshape(out_shape)
+    squares = sum_rows(as_rows(x, dims), _mean_raw(x, dims, True, n), centered=True)
+    return E.div(squares, float(max(n - correction, 0))).reshape(out_shape)
 
 
 class _Var(backend.Function):
@@ -152,27 +154,26 @@ class _ArgExtreme(backend.Function):
 
 
 class _Mean(backend.Function):
-    """mean over `dims` as one autograd node; backward: div_rn(g, n) broadcast
-    back, the steps (and bits) of the division's backward followed by the
-    sum's."""
+    """mean over `dims` (n elements each) as one autograd node; backward:
+    div_rn(g, n) broadcast back, the steps (and bits) of the division's
+    backward followed by the sum's."""
 
     @staticmethod
-    def forward(x, dims, keepdim):
-        return _mean_raw(x, dims, keepdim)
+    def forward(x, dims, keepdim, n):
+        return _mean_raw(x, dims, keepdim, n)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        x, dims, keepdim = inputs
-        ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
-        ctx.n = float(reduction_shapes(x, dims, keepdim)[2])
+        x, dims, keepdim, n = inputs
+        ctx.dims, ctx.keepdim, ctx.shape, ctx.n = dims, keepdim, x.shape, float(n)
 
     @staticmethod
     def backward(ctx, g):
-        return backend.call(BroadcastFunction, E.div(g, ctx.n), ctx.dims, ctx.keepdim, ctx.shape), None, None
+        return backend.call(BroadcastFunction, E.div(g, ctx.n), ctx.dims, ctx.keepdim, ctx.shape), None, None, None
 
     @staticmethod
-    def vmap(info, in_dims, x, dims, keepdim):
-        return _mean_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), keepdim), 0
+    def vmap(info, in_dims, x, dims, keepdim, n):
+        return _mean_raw(batching.front(x, in_dims[0]), batching.shift_dims(dims), keepdim, n), 0
 
 
 @mixed.float32_compute("mean")
@@ -185,10 +186,11 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = scalar_as_1d(input)
     dims = dims if input.dim() > 0 else (0,)
     keepdim = keepdim and input.dim() > 0
-    light = light_sum(x, dims, keepdim, divisor=reduction_shapes(x, dims, keepdim)[2])  # nothing to record
+    n = math.prod(x.shape[d] for d in dims)
+    light = light_sum(x, dims, keepdim, divisor=n)  # nothing to record: the division inside the sum's kernel
     if light is not None:
         return light
-    return backend.call(_Mean, x, dims, keepdim)
+    return backend.call(_Mean, x, dims, keepdim, n)
 
 
 def _correction(fn, correction):
