@@ -26,8 +26,8 @@ from .validate import FLOAT_DTYPES, normalize_dim
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
-__all__ = ["sum", "sum_to_shape", "SumFunction", "BroadcastFunction", "check_input", "check_dtype", "reduced_dims", "reduction_shapes",
-           "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
+__all__ = ["sum", "sum_to_shape", "SumFunction", "BroadcastFunction", "check_input", "check_dtype", "reduced_dims",
+           "reduction_shapes", "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
            "light_column_sum"]
 
 
