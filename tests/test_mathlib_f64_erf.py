@@ -16,7 +16,7 @@ import torch
 
 import softrep
 from softrep.algorithms.math import erf64
-from softrep.algorithms.math import erf64_table
+from softrep.algorithms.math import erf64_ratio_table, erf64_table
 from softrep.algorithms.math.erf64_table import piece_centre_half_width
 from softrep.algorithms.math.erf import erf_accurate64, erf_fast64
 from softrep.algorithms.math.erfc import erfc_accurate64, erfc_fast64
@@ -355,3 +355,72 @@ def test_plain_erfc_steps_are_dominated():
             rest = sum(abs(Fraction(table[j, m, 0])) * Fraction(h) ** (m - k)
                        for m in range(k + 1, erf64.ERFCX_FAST_DEGREE + 1))
             assert rest < Fraction(erf64.ERFCX_FAST_DOMINANCE) * abs(Fraction(table[j, k, 0])), (j, k)
+
+
+# --------------------------------------------------------------------------- erf's first step: a G(a)
+
+
+@numba.njit
+def _ratio(xs, j, d, out):
+    for i in range(xs.size):
+        j[i], d[i] = erf64.erf_ratio_piece(xs[i])
+        h, l = erf64.erf_ratio_fast(j[i], d[i])
+        out[i, 0], out[i, 1] = erf64.two_prod(xs[i], h)
+        out[i, 1] = erf64.fma_rn(xs[i], l, out[i, 1])
+
+
+def _ratio_pieces():
+    rows = range(erf64.ERF_RATIO.shape[0])
+    return [erf64_ratio_table.piece_bounds(j) for j in rows]
+
+
+def test_ratio_piece_selection_is_exact():
+    """Every a in [0, 6) falls in its piece j = floor(128 a), and d = a - c_j exactly."""
+    rng = np.random.Generator(np.random.PCG64(80))
+    starts = np.array([lo for lo, hi, c in _ratio_pieces()])
+    xs = np.concatenate([starts, np.nextafter(starts, 0.0)[1:], np.nextafter(6.0, 0.0)[None],
+                         rng.uniform(0.0, 6.0, 3000), 2.0 ** rng.uniform(-1074, -7, 500)])
+    j, d, out = np.empty(xs.size, np.int32), np.empty(xs.size), np.empty((xs.size, 2))
+    _ratio(xs, j, d, out)
+    for x, jj, dd in zip(xs, j, d):
+        lo, hi, c = erf64_ratio_table.piece_bounds(int(jj))
+        assert lo <= x < hi
+        assert mpmath.mpf(float(x)) - mpmath.mpf(c) == mpmath.mpf(float(dd))
+
+
+def test_plain_ratio_error_bound():
+    """erf64.erf_ratio_fast times a (two_prod and one fma, as erf_fast64 does):
+    erf a to < 2^-77.07 relative on [2^-400, 6), every piece of the table
+    sampled (random points and both ends)."""
+    import gmpy2
+    rng = np.random.Generator(np.random.PCG64(81))
+    lo = np.array([p[0] for p in _ratio_pieces()])
+    xs = np.concatenate([(lo + rng.uniform(0, 2.0**-7, (8, lo.size))).ravel(), lo[1:], np.nextafter(lo[1:], 0.0),
+                         np.nextafter(6.0, 0.0)[None], 2.0 ** rng.uniform(-400, -7, 2000)])
+    out = np.empty((xs.size, 2))
+    _ratio(xs, np.empty(xs.size, np.int32), np.empty(xs.size), out)
+    got = _mpfr_rel_error(out, xs, np.zeros(xs.size, np.int64), gmpy2.erf)
+    assert got < -77.07, got
+
+
+def test_ratio_table_is_what_its_generator_fits():
+    """Three pieces of the committed erf(a)/a table (the first, one in the
+    middle, the last) refitted by erf64_ratio_table.fit_piece give the same
+    words, and meet the error and the tails that erf64.py's analysis uses."""
+    for j in (0, 300, erf64.ERF_RATIO.shape[0] - 1):
+        row, worst, tails = erf64_ratio_table.fit_piece(j)
+        assert np.array_equal(row.view(np.uint64), erf64.ERF_RATIO[j].view(np.uint64)), j
+        assert worst < mpmath.mpf(2) ** -78.4
+        assert tails[1] < mpmath.mpf(2) ** -8.9 and tails[3] < mpmath.mpf(2) ** -26.5
+
+
+def test_plain_ratio_last_step_is_dominated():
+    """erf_ratio_fast adds p d to g_0 with fast_two_sum, exact only for
+    |p d| <= |g_0|: on every piece, sum_{m >= 1} |g_m| h^m < |g_0| (exact
+    rationals, h the largest |d| of the piece)."""
+    from fractions import Fraction
+    table = erf64.ERF_RATIO
+    for j, (lo, hi, c) in enumerate(_ratio_pieces()):
+        h = max(abs(Fraction(lo) - Fraction(c)), abs(Fraction(hi) - Fraction(c)))
+        rest = sum(abs(Fraction(table[j, m])) * h**m for m in range(1, erf64_ratio_table.DEGREE + 1))
+        assert rest < abs(Fraction(table[j, 0])), j

@@ -20,10 +20,10 @@ float64 (`erf_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
   triple-double 2.62 * 2^-147.8 plus td_add (< 2^-153 (1 + 0.724) / 0.276
   < 2^-150.4) < 2^-146.
 The rounding tests use 2^-99 (series) and 2^-97 (1 - erfc).
-These make the second of three steps (`erf_dd_fast64`): the first
-(`erf_fast64`) evaluates the same way in plain double, branch-free (< 2^-73.6,
-tested with 2^-70; erf64.py's plain-double pieces), the third is the
-triple-double path.
+These make the second of three steps (`erf_dd_fast64`).  The first
+(`erf_fast64`) is erf a = a G(a) in plain double, branch-free, with G = erf(a)/a
+from a table of 768 degree-7 pieces on [0, 6) (< 2^-77.07, tested with 2^-74;
+erf64.py, "erf a = a G(a)"); the third is the triple-double path.
 Hard cases: CORE-MATH's list is exhaustive (>= 43 identical bits) for
 2^-61 <= |x| < 5.92; below 2^-61 erf x = (2/sqrt(pi)) x (1 - x^2/3 ...) with
 x^2/3 < 2^-123.6, whose hard cases are the list's of [2^-61, 2^-60) scaled
@@ -35,10 +35,10 @@ least 2^-57.3 of its spacing from a midpoint (continued fraction of
 import numpy as np
 
 from ...primitives.jit import inline_into_callers
-from ...primitives.rounding import fabs, jitable, mul_rn, negate, sub_rn
+from ...primitives.rounding import fabs, fma_rn, jitable, mul_rn, negate
 from .erf_pieces import erf_mid, erf_small
 from .core import abs32, dd_add, fast_two_sum, neg32, pow2, signbit32, two_prod
-from .erf64 import (SERIES_LIMIT, erf_series_dd, erf_series_fast, erf_series_td, erfc_large_dd, erfc_large_fast,
+from .erf64 import (SERIES_LIMIT, erf_ratio_fast, erf_ratio_piece, erf_series_dd, erf_series_td, erfc_large_dd,
                     erfc_large_td)
 from .exact64 import bracket_err
 from .exception_tables import decide, exception_arrays, finish_odd
@@ -216,54 +216,39 @@ REL_SERIES64 = F64(2.0**-99)
 REL_LARGE64 = F64(2.0**-97)
 
 
-# The plain-double first step (erf64.py, "plain-double pieces"):
-# * |x| < 1/4: the series, < 2^-75.4 relative.  For a < 2^-400 the square is
-#   left out (v/3 < 2^-800) and a is scaled by 2^600 (exact) so that the
-#   low words stay normal; the result (>= 1.128 a >= 2^-1022 for a normal a)
-#   is a normal double, so scaling the rounded value back is exact.
-#   Subnormal arguments are left undecided (their results are subnormal).
-# * 1/4 <= |x| < 6: 1 - erfc a, erfc a = (h + l) 2^q < 2^-75.1 relative; the
-#   scaled words stay normal (q >= -53), 1 - h is exact (fast_two_sum: h 2^q
-#   <= 0.724), the low word one rounding (< 2^-104 of 1 - erfc a); erfc a
-#   <= 0.724 and erf a >= 0.276: 2.62 * 2^-75.1 + 2^-104 < 2^-73.6.
-# bracket_err's window err = 2^-70 h exceeds 2 * 2^-73.6 |h + l| + 2^-52 |l|
+# The plain-double first step: erf a = a G(a), G = erf(a)/a from the table
+# of erf64.py ("erf a = a G(a)"), < 2^-77.07 relative for 0 <= a < 6.  For
+# a < 2^-400, d = 0 (G = G(0) within 2^-800) and a is scaled by 2^600 (exact),
+# so that the low words stay normal; the result (>= 1.128 a >= 2^-1022 for a
+# normal a) is a normal double, so scaling the rounded value back is exact.
+# Subnormal arguments are left undecided (their results are subnormal).
+# bracket_err's window err = 2^-74 h exceeds 2 * 2^-77.07 |h + l| + 2^-52 |l|
 # (|l| <= 2^-53 |h|) by more than 2^2.
-ERF64_PLAIN_EPS = F64(2.0**-70)
+ERF64_PLAIN_EPS = F64(2.0**-74)
 ERF64_SQUARE_MIN = F64(2.0**-400)
 ERF64_UP = F64(2.0**600)
 ERF64_DOWN = F64(2.0**-600)
 NORMAL_MIN64 = F64(2.0**-1022)
-SERIES_SAFE64 = F64(0.125)
-LARGE_SAFE64 = F64(1.0)
 
 
 @jitable
 def erf_fast64(x):
     """(erf(x) correctly rounded, True), or (anything, False) where the
-    plain-double step cannot decide: the series for |x| < 1/4, 1 - erfc|x|
-    for 1/4 <= |x| < 6 (above), +-1 beyond, x itself for +-0 and NaN.
-    Branch-free (both evaluations run on safe arguments and one is selected),
-    so that the CPU launcher vectorises it.  Undecided: subnormal x and about
-    one argument in 2^16, which `erf_f64` hands to the double-double step."""
+    plain-double step cannot decide: a G(a) for |x| < 6 (above), +-1 beyond,
+    x itself for +-0 and NaN.  Branch-free (arguments outside are replaced by
+    1 and their result discarded), so that the CPU launcher vectorises it.
+    Undecided: subnormal x and about one argument in 2^19, which `erf_f64`
+    hands to the double-double step."""
     inline_into_callers()
     a = fabs(x)
-    series = a < SERIES_LIMIT
     inside = (a >= NORMAL_MIN64) & (a < ERF_SATURATE64)
     small = a < ERF64_SQUARE_MIN
-    # the series on a (scaled where small), or on 1/8 where not selected
-    sa = a if inside & series else SERIES_SAFE64
-    sa = mul_rn(sa, ERF64_UP) if small else sa
-    va = ZERO64 if small else sa
-    vh, vl = two_prod(va, va)
-    sh, sl = erf_series_fast(sa, vh, vl)
-    # 1 - erfc a, on 1 where not selected
-    la = a if inside & (not series) else LARGE_SAFE64
-    ch, cl, q = erfc_large_fast(la)
-    s = pow2(q)
-    h, e = fast_two_sum(ONE, negate(mul_rn(ch, s)))
-    lh, ll = fast_two_sum(h, sub_rn(e, mul_rn(cl, s)))
-    h = sh if series else lh
-    l = sl if series else ll
+    la = a if inside else ONE
+    j, d = erf_ratio_piece(la)
+    gh, gl = erf_ratio_fast(j, ZERO64 if small else d)
+    sa = mul_rn(la, ERF64_UP) if small else la
+    h, l = two_prod(sa, gh)
+    h, l = fast_two_sum(h, fma_rn(sa, gl, l))
     lo, hi = bracket_err(h, l, mul_rn(h, ERF64_PLAIN_EPS))
     r = mul_rn(lo, ERF64_DOWN) if small else lo
     saturated = a >= ERF_SATURATE64

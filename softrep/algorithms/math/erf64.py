@@ -58,8 +58,13 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import dd_add, dd_mul, fast_two_sum, two_prod
+from .core import dd_add, dd_mul, fast_two_sum, two_prod, two_sum
 from .erf64_data import ERFCX_TD_BASE64
+from .erf64_ratio_data import ERF_RATIO_BASE64
+from .erf64_ratio_table import DEGREE as RATIO_DEGREE
+from .erf64_ratio_table import LOW_WORDS as RATIO_LOW_WORDS
+from .erf64_ratio_table import PIECES as RATIO_PIECES
+from .erf64_ratio_table import WIDTH_EXP as RATIO_WIDTH_EXP
 from .erf64_table import DEGREE, PIECES_PER_BINADE
 from .explog64 import exp_dd, exp_dd_fast, exp_td
 from .multiword import td_add, td_const, td_mul
@@ -331,3 +336,86 @@ def erfc_large_fast(a):
     l = fma_rn(eh, rl, fma_rn(el, rh, u))
     h, l = fast_two_sum(h, l)
     return h, l, q
+
+
+# --------------------------------------------------------------------------- erf a = a G(a), 0 <= a < 6, plain double
+#
+# erf's first step (erf.py) evaluates G(a) = erf(a)/a from the table of
+# erf64_ratio_table.py: piece j = floor(128 a) of [0, 6), d = a - c_j with
+# c_j = (j + 1/2)/128 (c_0 = 0), and G(c_j + d) = sum_k g_jk d^k, k <= 7.
+# Each coefficient is one table word per element (a vector gather), and
+# there are 11 of them, where 1 - erfc a (e^(-a^2) R(a): 20 coefficient
+# words and exp's two) and the series for a < 1/4 took 22.
+#
+# * d is exact: for j >= 1, a and c_j are multiples of ulp(a) (c_j is a
+#   multiple of 2^-8 and a >= 2^-7 has ulp(a) <= 2^-59) and |d| <= 2^-8, so
+#   d has at most 51 significant bits; for j = 0, d = a.
+# * The rounded polynomial (coefficients of d^0 .. d^2 as double-doubles,
+#   the others as doubles) is G within 2^-78.40 relative at 401 points per
+#   piece (erf64_ratio_data.py); between the points the error curve of a
+#   degree-7 interpolant is smooth, and 2^-77.4 is used: a factor 2 of slack.
+# * d^7 .. d^3 by Horner in double on the exact d: each fma rounds by < 2^-53
+#   of its partial sum, which weighted by d^k is below T_k (the tails of
+#   erf64_ratio_data.py, sum_{m >= k} |g_m| h^m / min G): < 2^-53 (T_3 + T_4
+#   + T_5 + T_6) < 2^-53 * 1.04 * 2^-26.5 < 2^-79.4.
+# * d^2 .. d^0 by double-double steps (p_h + p_l) d + (g_h + g_l): two_prod
+#   and two_sum exact (two_sum: g_2 and g_1 change sign from piece to piece,
+#   so p d need not be smaller than g), then three roundings (the fma of the
+#   low word and two additions), each < 2^-53 of a quantity below 2^-51
+#   (|g_k| + |p d|): < 2^-102.4 (|g_k| + |p d|), which weighted by d^k is
+#   below T_k + T_(k+1).  Together < 2^-102.4 (T_0 + 2 T_1 + 2 T_2 + T_3)
+#   < 2^-102.3 (T_0 <= 1.001, T_1 < 2^-8.9).  The last step adds p d to g_0
+#   by fast_two_sum: |p d| <= T_1 min G < g_0 (tests/test_mathlib_f64_erf.py).
+# G to < 2^-77.4 + 2^-79.4 + 2^-102.3 < 2^-77.08; a G by two_prod and one
+# fma (< 2^-104): erf a to < 2^-77.07 relative.  For a < 2^-400, d = 0 is
+# used (G(a) = g_00 within G(0) a^2/3 < 2^-800 of G(0)), which keeps every
+# operand normal; a is then passed scaled by 2^600 (exactly), as the caller
+# does for the product.
+
+ERF_RATIO = np.frombuffer(base64.b64decode("".join(ERF_RATIO_BASE64)), dtype="<f8").astype(np.float64).reshape(
+    RATIO_PIECES, -1)
+_RATIO_SCALE = F64(2.0**RATIO_WIDTH_EXP)
+_RATIO_STEP = F64(2.0**-RATIO_WIDTH_EXP)
+_HALF = F64(0.5)
+_L0, _L1, _L2 = RATIO_DEGREE + 1, RATIO_DEGREE + 2, RATIO_DEGREE + 3  # the low words' columns
+RATIO_LIMIT = F64(RATIO_PIECES * 2.0**-RATIO_WIDTH_EXP)  # 6: the table's end
+
+assert RATIO_DEGREE == 7 and RATIO_LOW_WORDS == 3  # as written out in erf_ratio_fast
+
+
+@jitable
+def _ratio_dd_step(ph, pl, d, gh, gl):
+    """(ph + pl) d + (gh + gl), d exact, < 2^-102.4 (|g| + |p d|) (above)."""
+    s, t = two_prod(ph, d)
+    t = fma_rn(pl, d, t)
+    h, e = two_sum(gh, s)
+    return h, add_rn(e, add_rn(t, gl))
+
+
+@jitable
+def erf_ratio_piece(a):
+    """(j, d): the piece j = floor(128 a) of 0 <= a < 6 and d = a - c_j (exact, above)."""
+    j = np.int32(mul_rn(a, _RATIO_SCALE))
+    c = mul_rn(add_rn(F64(j), _HALF), _RATIO_STEP)
+    return j, sub_rn(a, ZERO if j == 0 else c)
+
+
+@jitable
+def erf_ratio_fast(j, d):
+    """G(c_j + d) = erf(a)/a, a = c_j + d, as an unnormalised double-double
+    (|l| < 2^-50 |h|) for 0 <= a < 6, relative error < 2^-77.08 (above); (j, d)
+    from `erf_ratio_piece`.  Branch-free, written out (no inner loop) so that
+    the vectoriser sees one gather per coefficient word."""
+    inline_into_callers()
+    g = ERF_RATIO
+    p = fma_rn(g[j, 7], d, g[j, 6])
+    p = fma_rn(p, d, g[j, 5])
+    p = fma_rn(p, d, g[j, 4])
+    p = fma_rn(p, d, g[j, 3])
+    ph, pl = _ratio_dd_step(p, ZERO, d, g[j, 2], g[j, _L2])
+    ph, pl = _ratio_dd_step(ph, pl, d, g[j, 1], g[j, _L1])
+    s, t = two_prod(ph, d)
+    t = fma_rn(pl, d, t)
+    h, e = fast_two_sum(g[j, 0], s)
+    return h, add_rn(e, add_rn(t, g[j, _L0]))
+
