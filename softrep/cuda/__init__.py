@@ -27,6 +27,7 @@ import pkgutil
 import sys
 
 from ..primitives import cuda_lowering  # noqa: F401  (the CUDA primitives, registered at the first CUDA use)
+from ..primitives import cuda_tables  # noqa: F401  (tables in global memory, from the first CUDA use)
 from ..primitives.jit import cuda_ready, require_cuda
 
 # Submodules that import without numba-cuda.

@@ -41,6 +41,11 @@ CUDA, for each compute capability in CCS: the LLVM IR numba-cuda hands to NVVM
   approximate-only instruction (`ex2`, `lg2`, `sin`, `cos`, `tanh`, `rsqrt`);
   no float `mad`; no float `min`/`max`; no `.f16`/`.bf16` instruction.
 
+* ptxas: the PTX assembles for the compute capability (nvJitLink, which
+  numba-cuda's cu13 extra installs, runs ptxas without a GPU).  A kernel it
+  refuses, such as one with more than 64 KiB of constant data, would not load
+  on any GPU.
+
 Compiling a CUDA kernel that calls device functions asks numba-cuda for the
 current device's compute capability, which fails on a machine without a GPU;
 `compute_capability(cc)` supplies it for the duration of the audit.
@@ -64,7 +69,7 @@ class Finding:
     target: str  # "cpu" or "cuda"
     where: str  # "cpu", or the compute capability, "sm_90"
     signature: str  # the argument dtypes of the compiled launch
-    stage: str  # "llvm" or "ptx"
+    stage: str  # "llvm", "ptx" or "ptxas"
     why: str
     line: str
 
@@ -256,6 +261,31 @@ def check_ptx(ptx):
     return out
 
 
+def assemble_ptx(ptx, cc):
+    """(why, line) for every error ptxas reports on `ptx` assembled for compute
+    capability cc (nvJitLink; no GPU needed); [] when it assembles.  ptxas
+    runs without optimisation (-O0), which is quicker: what makes it refuse a
+    kernel (its constant data, an instruction the architecture lacks, a
+    malformed line) does not depend on how hard it optimises."""
+    from cuda.bindings import nvjitlink
+
+    options = [f"-arch=sm_{cc[0]}{cc[1]}{'a' if tuple(cc) >= (9, 0) else ''}", "-O0"]
+    handle = nvjitlink.create(len(options), options)
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        nvjitlink.complete(handle)
+        return []
+    except nvjitlink.nvJitLinkError:
+        log = bytearray(nvjitlink.get_error_log_size(handle))
+        nvjitlink.get_error_log(handle, log)
+        lines = [line for line in bytes(log).decode(errors="replace").splitlines() if line.strip()]
+        errors = [line for line in lines if "error" in line.lower()] or lines or ["(no log)"]
+        return [("ptxas refuses the kernel", line) for line in errors]
+    finally:
+        nvjitlink.destroy(handle)
+
+
 # --------------------------------------------------------------------------- compilation
 
 
@@ -360,6 +390,8 @@ def audit(targets=TARGETS, names=None, ccs=CCS, progress=None):
                                  for why, line in check_cuda_llvm(ir)]
                     findings += [Finding(name, target, where, sig, "ptx", why, line)
                                  for why, line in check_ptx(ptx)]
+                    findings += [Finding(name, target, where, sig, "ptxas", why, line)
+                                 for why, line in assemble_ptx(ptx, cc)]
                     count += 1
             if progress is not None:
                 progress(target, name)
