@@ -12,11 +12,13 @@ inputs around the saturation thresholds.  Results are compared with MPFR
 import mpmath
 import numba
 import numpy as np
+import pytest
 import torch
 
 import softrep
 from softrep.algorithms.math import erf64
-from softrep.algorithms.math import erf64_ratio_table, erf64_table
+from softrep.algorithms.math import erf64_table
+from softrep.algorithms.math import erf64_fast_tables as fast_tables
 from softrep.algorithms.math.erf64_table import piece_centre_half_width
 from softrep.algorithms.math.erf import erf_accurate64, erf_fast64
 from softrep.algorithms.math.erfc import erfc_accurate64, erfc_fast64
@@ -266,21 +268,20 @@ def test_plain_series_error_bound():
 
 
 def test_plain_erfc_error_bound():
-    """erf64.erfc_large_fast: erfc a to < 2^-75.1 relative on [1/4, 26.5), every
-    piece of the table sampled (random points and both ends)."""
+    """erf64.erfc_large_fast: erfc a to < 2^-78.5 relative on [1/4, 26.5), every
+    piece of its table sampled (random points and both ends)."""
     import gmpy2
     rng = np.random.Generator(np.random.PCG64(77))
-    pieces = np.arange(erf64.ERFCX_TD.shape[0])
-    centres = np.array([piece_centre_half_width(j)[0] for j in pieces])
-    halves = np.array([piece_centre_half_width(j)[1] for j in pieces])
-    xs = np.concatenate([(centres + halves * rng.uniform(-1, 1, (20, pieces.size))).ravel(), centres - halves,
-                         np.nextafter(centres + halves, 0.0), rng.uniform(5.9, 6.0, 200),
+    bounds = np.array([fast_tables.ERFCX_FAST.piece_bounds(j) for j in range(erf64.ERFCX_FAST.shape[0])])
+    lo, hi = bounds[:, 0], bounds[:, 1]
+    xs = np.concatenate([(lo + (hi - lo) * rng.random((6, lo.size))).ravel(), lo, np.nextafter(hi, 0.0),
+                         rng.uniform(5.9, 6.0, 200),
                          np.array([0.25, np.nextafter(6.0, 0.0), np.nextafter(26.5, 0.0), 26.25])])
     xs = xs[(xs >= 0.25) & (xs < 26.5)]
     out, q = np.empty((xs.size, 2)), np.empty(xs.size, np.int64)
     _plain_large(xs, out, q)
     got = _mpfr_rel_error(out, xs, q, gmpy2.erfc)
-    assert got < -75.1, got
+    assert got < -78.5, got
 
 
 @numba.njit
@@ -343,18 +344,41 @@ def test_plain_erfc_step_rounds_subnormal_results_once():
 
 def test_plain_erfc_steps_are_dominated():
     """erfcx_fast's double-double steps add p d to c_k with fast_two_sum, exact
-    only for |p d| <= |c_k|: on every piece below 27.25, sum_{m > k} |c_m| h^(m-k)
-    < ERFCX_FAST_DOMINANCE |c_k| for k < ERFCX_FAST_SPLIT (exact rationals)."""
+    only for |p d| <= |c_k|: on every piece of its table below 27.25,
+    sum_{m > k} |c_m| h^(m-k) < ERFCX_FAST_DOMINANCE |c_k| for k < 4 (exact
+    rationals)."""
     from fractions import Fraction
-    table = erf64.ERFCX_TD
+    table = erf64.ERFCX_FAST
+    spec = fast_tables.ERFCX_FAST
     for j in range(table.shape[0]):
-        c, h = piece_centre_half_width(j)
-        if c - h >= 27.25:
+        lo, hi, c = spec.piece_bounds(j)
+        if lo >= 27.25:
             continue
-        for k in range(erf64.ERFCX_FAST_SPLIT):
-            rest = sum(abs(Fraction(table[j, m, 0])) * Fraction(h) ** (m - k)
-                       for m in range(k + 1, erf64.ERFCX_FAST_DEGREE + 1))
-            assert rest < Fraction(erf64.ERFCX_FAST_DOMINANCE) * abs(Fraction(table[j, k, 0])), (j, k)
+        h = Fraction(hi) - Fraction(c)
+        for k in range(spec.low_words):
+            rest = sum(abs(Fraction(table[j, m])) * h ** (m - k) for m in range(k + 1, spec.degree + 1))
+            assert rest < Fraction(erf64.ERFCX_FAST_DOMINANCE) * abs(Fraction(table[j, k])), (j, k)
+
+
+@numba.njit
+def _fast_pieces(xs, j, d):
+    for i in range(xs.size):
+        j[i], d[i] = erf64.erfcx_fast_piece(xs[i])
+
+
+def test_plain_erfc_piece_selection_is_exact():
+    """Every a in [1/4, 32) falls in its piece of ERFCX_FAST, and d = a - c_j exactly."""
+    rng = np.random.Generator(np.random.PCG64(82))
+    spec = fast_tables.ERFCX_FAST
+    starts = np.array([spec.piece_bounds(j)[0] for j in range(spec.pieces)])
+    xs = np.concatenate([starts, np.nextafter(starts, 0.0)[1:], np.nextafter(32.0, 0.0)[None],
+                         rng.uniform(0.25, 32.0, 3000)])
+    j, d = np.empty(xs.size, np.int64), np.empty(xs.size)
+    _fast_pieces(xs, j, d)
+    for x, jj, dd in zip(xs, j, d):
+        lo, hi, c = spec.piece_bounds(int(jj))
+        assert lo <= x < hi
+        assert mpmath.mpf(float(x)) - mpmath.mpf(c) == mpmath.mpf(float(dd))
 
 
 # --------------------------------------------------------------------------- erf's first step: a G(a)
@@ -370,8 +394,7 @@ def _ratio(xs, j, d, out):
 
 
 def _ratio_pieces():
-    rows = range(erf64.ERF_RATIO.shape[0])
-    return [erf64_ratio_table.piece_bounds(j) for j in rows]
+    return [fast_tables.ERF_RATIO.piece_bounds(j) for j in range(erf64.ERF_RATIO.shape[0])]
 
 
 def test_ratio_piece_selection_is_exact():
@@ -383,7 +406,7 @@ def test_ratio_piece_selection_is_exact():
     j, d, out = np.empty(xs.size, np.int32), np.empty(xs.size), np.empty((xs.size, 2))
     _ratio(xs, j, d, out)
     for x, jj, dd in zip(xs, j, d):
-        lo, hi, c = erf64_ratio_table.piece_bounds(int(jj))
+        lo, hi, c = fast_tables.ERF_RATIO.piece_bounds(int(jj))
         assert lo <= x < hi
         assert mpmath.mpf(float(x)) - mpmath.mpf(c) == mpmath.mpf(float(dd))
 
@@ -403,15 +426,20 @@ def test_plain_ratio_error_bound():
     assert got < -77.07, got
 
 
-def test_ratio_table_is_what_its_generator_fits():
-    """Three pieces of the committed erf(a)/a table (the first, one in the
-    middle, the last) refitted by erf64_ratio_table.fit_piece give the same
-    words, and meet the error and the tails that erf64.py's analysis uses."""
-    for j in (0, 300, erf64.ERF_RATIO.shape[0] - 1):
-        row, worst, tails = erf64_ratio_table.fit_piece(j)
-        assert np.array_equal(row.view(np.uint64), erf64.ERF_RATIO[j].view(np.uint64)), j
-        assert worst < mpmath.mpf(2) ** -78.4
-        assert tails[1] < mpmath.mpf(2) ** -8.9 and tails[3] < mpmath.mpf(2) ** -26.5
+@pytest.mark.parametrize("name, pieces, error, tails", [
+    ("ERF_RATIO", (0, 300, 767), -78.4, {1: -8.9, 3: -26.5}),
+    ("ERFCX_FAST", (0, 128, 400, 895), -80.19, {4: -32.0}),
+])
+def test_fast_tables_are_what_their_generator_fits(name, pieces, error, tails):
+    """Pieces of the committed plain-double tables, refitted by
+    erf64_fast_tables.fit_piece, give the same words, and meet the error and
+    the tails that erf64.py's analyses use."""
+    spec, table = getattr(fast_tables, name), getattr(erf64, name)
+    for j in pieces:
+        row, worst, got = fast_tables.fit_piece(spec, j)
+        assert np.array_equal(row.view(np.uint64), table[j].view(np.uint64)), j
+        assert worst < mpmath.mpf(2) ** error
+        assert all(got[k] < mpmath.mpf(2) ** bound for k, bound in tails.items())
 
 
 def test_plain_ratio_last_step_is_dominated():
@@ -422,5 +450,5 @@ def test_plain_ratio_last_step_is_dominated():
     table = erf64.ERF_RATIO
     for j, (lo, hi, c) in enumerate(_ratio_pieces()):
         h = max(abs(Fraction(lo) - Fraction(c)), abs(Fraction(hi) - Fraction(c)))
-        rest = sum(abs(Fraction(table[j, m])) * h**m for m in range(1, erf64_ratio_table.DEGREE + 1))
+        rest = sum(abs(Fraction(table[j, m])) * h**m for m in range(1, fast_tables.ERF_RATIO.degree + 1))
         assert rest < abs(Fraction(table[j, 0])), j

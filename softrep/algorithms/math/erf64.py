@@ -48,6 +48,10 @@ measurement off by 2^7 would stay below the 2^-150 used here).
   td_mul < 2^-151: erfc a to < 2^-147.8 relative.
 The result is returned as (value near 2^-6 .. 2, power of two q) so that the
 caller rounds once also where erfc a is subnormal (a > 26.543).
+
+The plain-double first steps (the sections at the end) read two tables of
+erf64_fast_tables.py with more pieces and lower degrees: erf(a)/a
+(ERF_RATIO) and R (ERFCX_FAST).
 """
 
 import base64
@@ -60,11 +64,9 @@ from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import dd_add, dd_mul, fast_two_sum, two_prod, two_sum
 from .erf64_data import ERFCX_TD_BASE64
+from . import erf64_fast_tables as fast_tables
+from .erf64_erfcx_fast_data import ERFCX_FAST_BASE64
 from .erf64_ratio_data import ERF_RATIO_BASE64
-from .erf64_ratio_table import DEGREE as RATIO_DEGREE
-from .erf64_ratio_table import LOW_WORDS as RATIO_LOW_WORDS
-from .erf64_ratio_table import PIECES as RATIO_PIECES
-from .erf64_ratio_table import WIDTH_EXP as RATIO_WIDTH_EXP
 from .erf64_table import DEGREE, PIECES_PER_BINADE
 from .explog64 import exp_dd, exp_dd_fast, exp_td
 from .multiword import td_add, td_const, td_mul
@@ -229,22 +231,32 @@ def erfc_large_td(a):
 # * a P: two_prod and one fma, < 2^-104.
 # erf a to < 2^-75.4 relative (measured in the tests).
 #
-# erfc a = e^(-a^2) R(a), 1/4 <= a < 27.25, relative to R (tails T_K of
-# erf64_data.py, sum_{m >= K} |c_jm| h^m / min R, the maximum over all pieces):
-# * k >= 15 dropped: T_15 < 2^-75.9.
-# * k = 5 .. 14 by Horner in double on the exact d: < 2^-52 (T_5 + T_6 + ...)
-#   < 2^-52 * 1.04 T_5 = 2^-77.1 (T_5 < 2^-25.2).
-# * k = 4 .. 0 by double-double steps: on every piece that meets [1/4, 27.25),
-#   sum_{m > k} |c_m| h^(m-k) < 0.032 |c_k| for k <= 4 (ERFCX_FAST_DOMINANCE,
-#   checked in the tests), so |p d| < |c_k| and fast_two_sum(c_k, p d) is
-#   exact; the low word's three roundings < 2^-103 of the step, which is
-#   < 1.07 R (module docstring): < 2^-100.
-# R to < 2^-75.4.  e^(-a^2): a^2 = s + t exactly, exp_dd_fast(-s) < 2^-78.1
-# (explog64.py); |t| <= ulp(s)/2 <= 2^-44 (s < 742.6 < 2^10), and e^(-t) =
-# 1 - t within t^2/2 < 2^-89; the factor applied to the low word by one fma
-# (|el - eh t| < 2^-43.9 |eh|: < 2^-97) with el t dropped (< 2^-53 * 2^-44);
-# the product with R by two_prod and two fmas (< 2^-103): erfc a to
-# < 2^-75.4 + 2^-78.1 + 2^-88.9 < 2^-75.1 relative.
+# erfc a = e^(-a^2) R(a), 1/4 <= a < 27.25, R from the table ERFCX_FAST of
+# erf64_fast_tables.py (128 pieces per binade, a degree-8 interpolant on
+# each: 13 words per element, where the 16-per-binade table of the
+# double-double step needs degree 14 and 20 words).  Relative to R, with the
+# tails T_k of erf64_erfcx_fast_data.py (sum_{m >= k} |c_jm| h^m / min R, the
+# maximum over all pieces):
+# * d = a - c_j is exact (erfcx_fast_piece: a and c_j are multiples of
+#   ulp(a), |d| <= 2^-8 a).
+# * The rounded polynomial (coefficients of d^0 .. d^3 as double-doubles,
+#   the others as doubles) is R within 2^-80.19 at 401 points per piece;
+#   2^-79.19 is used (a factor 2 for the points between).
+# * k = 8 .. 4 by Horner in double on the exact d: each fma < 2^-53 of its
+#   partial sum, which weighted by d^k is below T_k: < 2^-53 (T_4 + T_5 +
+#   T_6 + T_7) < 2^-53 * 1.01 * 2^-32.0 < 2^-84.9.
+# * k = 3 .. 0 by double-double steps: on every piece that meets
+#   [1/4, 27.25), sum_{m > k} |c_m| h^(m-k) < 0.0044 |c_k| for k <= 3
+#   (ERFCX_FAST_DOMINANCE, checked in the tests), so |p d| < |c_k| and
+#   fast_two_sum(c_k, p d) is exact; the low word's three roundings < 2^-103
+#   of the step, which is < 1.01 R: < 2^-100.
+# R to < 2^-79.19 + 2^-84.9 + 2^-100 < 2^-79.14.  e^(-a^2): a^2 = s + t
+# exactly, exp_dd_fast(-s) < 2^-80.1 (explog64.py); |t| <= ulp(s)/2 <= 2^-44
+# (s < 742.6 < 2^10), and e^(-t) = 1 - t within t^2/2 < 2^-89; the factor
+# applied to the low word by one fma (|el - eh t| < 2^-43.9 |eh|: < 2^-97)
+# with el t dropped (< 2^-53 * 2^-44); the product with R by two_prod and
+# two fmas (< 2^-103): erfc a to < 2^-79.14 + 2^-80.1 + 2^-88.9 < 2^-78.5
+# relative.
 
 _SERIES_FAST_TERMS = 12  # n = 0 .. 11
 _SERIES_FAST_SPLIT = 4  # n >= 4 by Horner in double
@@ -252,9 +264,16 @@ _S = ERF_SERIES_TD
 S0H, S0L, S1H, S1L, S2H, S2L, S3H, S3L = (_S[0, 0], _S[0, 1], _S[1, 0], _S[1, 1], _S[2, 0], _S[2, 1], _S[3, 0],
                                           _S[3, 1])
 S4, S5, S6, S7, S8, S9, S10, S11 = (_S[n, 0] for n in range(4, 12))
-ERFCX_FAST_DEGREE = 14  # k >= 15 dropped
-ERFCX_FAST_SPLIT = 5  # k >= 5 by Horner in double
-ERFCX_FAST_DOMINANCE = 0.032  # bound on sum_{m > k} |c_m| h^(m-k) / |c_k|, k < ERFCX_FAST_SPLIT
+ERFCX_FAST = fast_tables.load(fast_tables.ERFCX_FAST, ERFCX_FAST_BASE64)
+ERFCX_FAST_DOMINANCE = 0.0044  # bound on sum_{m > k} |c_m| h^(m-k) / |c_k|, k < 4
+_FAST_PIECE_SHIFT = np.uint64(52 - 7)  # 128 pieces per binade: the top 7 bits of the significand
+_FAST_PIECE_MASK = np.uint64(127)
+_FAST_CENTRE_CLEAR = np.uint64(0xFFFFE00000000000)  # keeps the sign, exponent and top 7 significand bits
+_FAST_CENTRE_HALF = np.uint64(1) << np.uint64(52 - 8)  # + half a piece
+
+# as written out in erfcx_fast_piece and erfcx_fast
+assert (fast_tables.ERFCX_FAST.pieces, fast_tables.ERFCX_FAST.degree, fast_tables.ERFCX_FAST.low_words) == (896, 8, 4)
+assert fast_tables.ERFCX_FAST.piece_bounds(128 * 3 + 5) == (2 * (1 + 5 / 128), 2 * (1 + 6 / 128), 2 * (1 + 11 / 256))
 
 
 @jitable
@@ -296,41 +315,43 @@ def _erfcx_dd_step(ph, pl, d, ch, cl):
 
 
 @jitable
+def erfcx_fast_piece(a):
+    """(j, d): the piece of ERFCX_FAST that holds 1/4 <= a < 32 and d = a - c_j (exact)."""
+    u = bitcast(a)
+    row = np.int64(u >> _EXP_SHIFT) - _BIAS_LOW
+    j = row * np.int64(128) + np.int64((u >> _FAST_PIECE_SHIFT) & _FAST_PIECE_MASK)
+    centre = bitcast((u & _FAST_CENTRE_CLEAR) | _FAST_CENTRE_HALF)
+    return j, sub_rn(a, centre)
+
+
+@jitable
 def erfcx_fast(j, d):
     """R(c_j + d) as an unnormalised double-double (|l| < 2^-50 |h|), relative
-    error < 2^-75.4 (above).  Written out (no inner loop), so that the
-    vectoriser sees straight-line code with one gather per coefficient word."""
+    error < 2^-79.14 (above); (j, d) from `erfcx_fast_piece`.  Written out (no
+    inner loop), so that the vectoriser sees straight-line code with one
+    gather per coefficient word."""
     inline_into_callers()
-    c = ERFCX_TD
-    p = fma_rn(c[j, 14, 0], d, c[j, 13, 0])
-    p = fma_rn(p, d, c[j, 12, 0])
-    p = fma_rn(p, d, c[j, 11, 0])
-    p = fma_rn(p, d, c[j, 10, 0])
-    p = fma_rn(p, d, c[j, 9, 0])
-    p = fma_rn(p, d, c[j, 8, 0])
-    p = fma_rn(p, d, c[j, 7, 0])
-    p = fma_rn(p, d, c[j, 6, 0])
-    p = fma_rn(p, d, c[j, 5, 0])
-    ph, pl = _erfcx_dd_step(p, ZERO, d, c[j, 4, 0], c[j, 4, 1])
-    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 3, 0], c[j, 3, 1])
-    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 2, 0], c[j, 2, 1])
-    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 1, 0], c[j, 1, 1])
-    return _erfcx_dd_step(ph, pl, d, c[j, 0, 0], c[j, 0, 1])
-
-
-assert ERFCX_FAST_DEGREE == 14 and ERFCX_FAST_SPLIT == 5  # as written out in erfcx_fast
+    c = ERFCX_FAST
+    p = fma_rn(c[j, 8], d, c[j, 7])
+    p = fma_rn(p, d, c[j, 6])
+    p = fma_rn(p, d, c[j, 5])
+    p = fma_rn(p, d, c[j, 4])
+    ph, pl = _erfcx_dd_step(p, ZERO, d, c[j, 3], c[j, 12])
+    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 2], c[j, 11])
+    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 1], c[j, 10])
+    return _erfcx_dd_step(ph, pl, d, c[j, 0], c[j, 9])
 
 
 @jitable
 def erfc_large_fast(a):
     """(h, l, q): erfc a = (h + l) 2^q for 1/4 <= a < 27.25, h + l normalised
-    (fast_two_sum), h in [2^-6, 2], relative error < 2^-75.1 (above); q an int32.
+    (fast_two_sum), h in [2^-6, 2], relative error < 2^-78.5 (above); q an int32.
     Branch-free."""
     inline_into_callers()
     s, t = two_prod(a, a)
     eh, el, q = exp_dd_fast(negate(s))
     el = fma_rn(negate(eh), t, el)  # e^(-s-t) = e^(-s) (1 - t) (above)
-    j, d = erfcx_piece(a)
+    j, d = erfcx_fast_piece(a)
     rh, rl = erfcx_fast(j, d)
     h, u = two_prod(eh, rh)
     l = fma_rn(eh, rl, fma_rn(el, rh, u))
@@ -340,12 +361,13 @@ def erfc_large_fast(a):
 
 # --------------------------------------------------------------------------- erf a = a G(a), 0 <= a < 6, plain double
 #
-# erf's first step (erf.py) evaluates G(a) = erf(a)/a from the table of
-# erf64_ratio_table.py: piece j = floor(128 a) of [0, 6), d = a - c_j with
-# c_j = (j + 1/2)/128 (c_0 = 0), and G(c_j + d) = sum_k g_jk d^k, k <= 7.
-# Each coefficient is one table word per element (a vector gather), and
-# there are 11 of them, where 1 - erfc a (e^(-a^2) R(a): 20 coefficient
-# words and exp's two) and the series for a < 1/4 took 22.
+# erf's first step (erf.py) evaluates G(a) = erf(a)/a from the table
+# ERF_RATIO of erf64_fast_tables.py: piece j = floor(128 a) of [0, 6),
+# d = a - c_j with c_j = (j + 1/2)/128 (c_0 = 0), and G(c_j + d) =
+# sum_k g_jk d^k, k <= 7.
+# Each coefficient word is one table read per element (a vector gather on
+# the CPU, the costliest step there): 11 words, no exponential, and one
+# formula from 0 to 6 (1 - e^(-a^2) R(a) beside the series would read 22).
 #
 # * d is exact: for j >= 1, a and c_j are multiples of ulp(a) (c_j is a
 #   multiple of 2^-8 and a >= 2^-7 has ulp(a) <= 2^-59) and |d| <= 2^-8, so
@@ -372,15 +394,15 @@ def erfc_large_fast(a):
 # operand normal; a is then passed scaled by 2^600 (exactly), as the caller
 # does for the product.
 
-ERF_RATIO = np.frombuffer(base64.b64decode("".join(ERF_RATIO_BASE64)), dtype="<f8").astype(np.float64).reshape(
-    RATIO_PIECES, -1)
-_RATIO_SCALE = F64(2.0**RATIO_WIDTH_EXP)
-_RATIO_STEP = F64(2.0**-RATIO_WIDTH_EXP)
+ERF_RATIO = fast_tables.load(fast_tables.ERF_RATIO, ERF_RATIO_BASE64)
+_RATIO_SCALE = F64(128.0)
+_RATIO_STEP = F64(1.0 / 128.0)
 _HALF = F64(0.5)
-_L0, _L1, _L2 = RATIO_DEGREE + 1, RATIO_DEGREE + 2, RATIO_DEGREE + 3  # the low words' columns
-RATIO_LIMIT = F64(RATIO_PIECES * 2.0**-RATIO_WIDTH_EXP)  # 6: the table's end
+_L0, _L1, _L2 = 8, 9, 10  # the low words' columns
 
-assert RATIO_DEGREE == 7 and RATIO_LOW_WORDS == 3  # as written out in erf_ratio_fast
+# as written out in erf_ratio_piece and erf_ratio_fast
+assert (fast_tables.ERF_RATIO.pieces, fast_tables.ERF_RATIO.degree, fast_tables.ERF_RATIO.low_words) == (768, 7, 3)
+assert fast_tables.ERF_RATIO.piece_bounds(5) == (5 / 128, 6 / 128, 11 / 256)
 
 
 @jitable

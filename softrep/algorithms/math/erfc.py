@@ -31,7 +31,7 @@ float64 (`erfc_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
 The rounding tests use 2^-99 (|x| < 1/4) and 2^-98 (the others).
 These make the second of three steps (`erfc_dd_fast64`): the first
 (`erfc_fast64`) evaluates the same way in plain double, branch-free, for
-x < 27.25 (< 2^-75.1, tested with 2^-71, and with an outward window where
+x < 27.25 (< 2^-76.7, tested with 2^-74, and with an outward window where
 the result may be subnormal; erf64.py's plain-double pieces), the third is
 the triple-double path.
 """
@@ -157,7 +157,7 @@ def _erfc_special64(x):
 # * 2^-80 <= |x| < 1/4: 1 - erf x with erf's series (< 2^-75.4), 1 -+ h exact
 #   (fast_two_sum, |h| < 0.28), the low word one rounding; |erf x| / erfc x
 #   < 0.382: < 0.382 * 2^-75.4 + 2^-104 < 2^-76.7.
-# * 1/4 <= x < 27.25: erfc x = (h + l) 2^q < 2^-75.1 relative (erf64.py's
+# * 1/4 <= x < 27.25: erfc x = (h + l) 2^q < 2^-78.5 relative (erf64.py's
 #   bound holds on the whole piece [26, 28): its tails and the dominance of
 #   the double-double steps are those of every piece), h >= 0.9999
 #   erfcx(27.25) > 2^-5.7.
@@ -169,11 +169,11 @@ def _erfc_special64(x):
 #     once onto the subnormal grid (h 2^q >= erfc 27.25 (1 - 2^-74) >
 #     2^-1077, as it needs).
 # * -6 < x <= -1/4: 2 - erfc|x|, erfc|x| < 0.724 (scaled words normal, q >= -53),
-#   2 - h exact, erfc|x| / (2 - erfc|x|) < 0.57: < 0.57 * 2^-75.1 + 2^-104.
-# bracket_err's window err = 2^-71 h exceeds 2 * 2^-75.1 |h + l| + 2^-52 |l|
-# by more than 2^3.
-ERFC64_PLAIN_EPS = F64(2.0**-71)
-ERFC64_SUBNORMAL_EPS = F64(2.0**-74)  # relative error of h + l < 2^-75.1 (above)
+#   2 - h exact, erfc|x| / (2 - erfc|x|) < 0.57: < 0.57 * 2^-78.5 + 2^-104.
+# bracket_err's window err = 2^-74 h exceeds 2 * 2^-76.7 |h + l| + 2^-52 |l|
+# (the series' bound, the largest) by more than 2^1.5.
+ERFC64_PLAIN_EPS = F64(2.0**-74)
+ERFC64_SUBNORMAL_EPS = F64(2.0**-74)  # relative error of h + l < 2^-78.5 (above)
 SERIES_SAFE64 = F64(0.125)
 LARGE_SAFE64 = F64(1.0)
 _SCALE_UP = np.int32(64)
@@ -189,7 +189,7 @@ def erfc_fast64(x):
     erfc|x| and 2 - erfc|x| beyond, 2, 1 and +0 for x <= -6, |x| < 2^-80 and
     x >= 27.25, NaN.  Branch-free (both evaluations run on safe arguments and
     one is selected), so that the CPU launcher vectorises it.  Undecided:
-    about one argument in 2^17, which `erfc_f64` hands to the double-double
+    about one argument in 2^20, which `erfc_f64` hands to the double-double
     step."""
     inline_into_callers()
     a = fabs(x)
