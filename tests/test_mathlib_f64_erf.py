@@ -360,27 +360,6 @@ def test_plain_erfc_steps_are_dominated():
             assert rest < Fraction(erf64.ERFCX_FAST_DOMINANCE) * abs(Fraction(table[j, k])), (j, k)
 
 
-@numba.njit
-def _fast_pieces(xs, j, d):
-    for i in range(xs.size):
-        j[i], d[i] = erf64.erfcx_fast_piece(xs[i])
-
-
-def test_plain_erfc_piece_selection_is_exact():
-    """Every a in [1/4, 32) falls in its piece of ERFCX_FAST, and d = a - c_j exactly."""
-    rng = np.random.Generator(np.random.PCG64(82))
-    spec = fast_tables.ERFCX_FAST
-    starts = np.array([spec.piece_bounds(j)[0] for j in range(spec.pieces)])
-    xs = np.concatenate([starts, np.nextafter(starts, 0.0)[1:], np.nextafter(32.0, 0.0)[None],
-                         rng.uniform(0.25, 32.0, 3000)])
-    j, d = np.empty(xs.size, np.int64), np.empty(xs.size)
-    _fast_pieces(xs, j, d)
-    for x, jj, dd in zip(xs, j, d):
-        lo, hi, c = spec.piece_bounds(int(jj))
-        assert lo <= x < hi
-        assert mpmath.mpf(float(x)) - mpmath.mpf(c) == mpmath.mpf(float(dd))
-
-
 # --------------------------------------------------------------------------- erf's first step: a G(a)
 
 
@@ -397,16 +376,34 @@ def _ratio_pieces():
     return [fast_tables.ERF_RATIO.piece_bounds(j) for j in range(erf64.ERF_RATIO.shape[0])]
 
 
-def test_ratio_piece_selection_is_exact():
-    """Every a in [0, 6) falls in its piece j = floor(128 a), and d = a - c_j exactly."""
+@numba.njit
+def _ratio_pieces_of(xs, j, d):
+    for i in range(xs.size):
+        j[i], d[i] = erf64.erf_ratio_piece(xs[i])
+
+
+@numba.njit
+def _erfcx_fast_pieces_of(xs, j, d):
+    for i in range(xs.size):
+        j[i], d[i] = erf64.erfcx_fast_piece(xs[i])
+
+
+@pytest.mark.parametrize("name, select, top", [("ERF_RATIO", _ratio_pieces_of, 6.0),
+                                               ("ERFCX_FAST", _erfcx_fast_pieces_of, 32.0)])
+def test_fast_table_piece_selection_is_exact(name, select, top):
+    """Every a of a plain-double table's range (ERF_RATIO: [0, 6), tiny and
+    subnormal a included; ERFCX_FAST: [1/4, 32)) falls in its piece, and
+    d = a - c_j exactly."""
+    spec = getattr(fast_tables, name)
     rng = np.random.Generator(np.random.PCG64(80))
-    starts = np.array([lo for lo, hi, c in _ratio_pieces()])
-    xs = np.concatenate([starts, np.nextafter(starts, 0.0)[1:], np.nextafter(6.0, 0.0)[None],
-                         rng.uniform(0.0, 6.0, 3000), 2.0 ** rng.uniform(-1074, -7, 500)])
-    j, d, out = np.empty(xs.size, np.int32), np.empty(xs.size), np.empty((xs.size, 2))
-    _ratio(xs, j, d, out)
+    starts = np.array([spec.piece_bounds(j)[0] for j in range(spec.pieces)])
+    tiny = 2.0 ** rng.uniform(-1074, -7, 500) if starts[0] == 0 else np.empty(0)
+    xs = np.concatenate([starts, np.nextafter(starts, 0.0)[1:], np.nextafter(top, 0.0)[None],
+                         rng.uniform(starts[0], top, 3000), tiny])
+    j, d = np.empty(xs.size, np.int64), np.empty(xs.size)
+    select(xs, j, d)
     for x, jj, dd in zip(xs, j, d):
-        lo, hi, c = fast_tables.ERF_RATIO.piece_bounds(int(jj))
+        lo, hi, c = spec.piece_bounds(int(jj))
         assert lo <= x < hi
         assert mpmath.mpf(float(x)) - mpmath.mpf(c) == mpmath.mpf(float(dd))
 

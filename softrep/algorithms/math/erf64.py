@@ -93,10 +93,7 @@ SERIES_LIMIT = F64(0.25)  # below: the series; above: e^(-a^2) R(a)
 TINY = F64(2.0**-80)  # below: P = 2/sqrt(pi) (v not formed)
 TINY_SCALE = F64(2.0**200)
 TINY_EXPONENT = np.int64(-200)
-_PIECE_SHIFT = np.uint64(52 - 4)  # 16 pieces per binade: the top 4 bits of the significand
-_PIECE_MASK = np.uint64(15)
-_CENTRE_CLEAR = np.uint64(0xFFFF000000000000)  # keeps the sign, exponent and top 4 significand bits
-_CENTRE_HALF = np.uint64(1) << np.uint64(52 - 5)  # + half a piece
+_PIECE_BITS = np.uint64(4)  # 16 pieces per binade: the top 4 bits of the significand
 _EXP_SHIFT = np.uint64(52)
 _BIAS_LOW = np.int64(1023 - 2)  # binade 2^-2 is piece row 0
 
@@ -152,13 +149,25 @@ def erf_series_td(a):
 
 
 @jitable
-def erfcx_piece(a):
-    """(j, d): the piece of 1/4 <= a < 32 and d = a - c_j (exact)."""
+def binade_piece(a, bits):
+    """(j, d) for 1/4 <= a < 32 cut into 2^bits pieces per binade: the piece
+    j = 2^bits (k + 2) + i of a = 2^k (1 + f), i the top `bits` bits of f, and
+    d = a - c_j with c_j the piece's centre (a's sign, exponent and top bits,
+    then a one in the next bit).  d is exact: a and c_j are multiples of
+    ulp(a) and |d| <= 2^(k - bits - 1)."""
     u = bitcast(a)
+    shift = _EXP_SHIFT - bits
     row = np.int64(u >> _EXP_SHIFT) - _BIAS_LOW
-    j = row * np.int64(16) + np.int64((u >> _PIECE_SHIFT) & _PIECE_MASK)
-    centre = bitcast((u & _CENTRE_CLEAR) | _CENTRE_HALF)
+    j = (row << np.int64(bits)) + np.int64((u >> shift) & ((np.uint64(1) << bits) - np.uint64(1)))
+    low = (np.uint64(1) << shift) - np.uint64(1)
+    centre = bitcast((u & ~low) | (np.uint64(1) << (shift - np.uint64(1))))
     return j, sub_rn(a, centre)
+
+
+@jitable
+def erfcx_piece(a):
+    """(j, d): the piece of 1/4 <= a < 32 (16 per binade) and d = a - c_j (exact)."""
+    return binade_piece(a, _PIECE_BITS)
 
 
 @jitable
@@ -266,10 +275,7 @@ S0H, S0L, S1H, S1L, S2H, S2L, S3H, S3L = (_S[0, 0], _S[0, 1], _S[1, 0], _S[1, 1]
 S4, S5, S6, S7, S8, S9, S10, S11 = (_S[n, 0] for n in range(4, 12))
 ERFCX_FAST = fast_tables.load(fast_tables.ERFCX_FAST, ERFCX_FAST_BASE64)
 ERFCX_FAST_DOMINANCE = 0.0044  # bound on sum_{m > k} |c_m| h^(m-k) / |c_k|, k < 4
-_FAST_PIECE_SHIFT = np.uint64(52 - 7)  # 128 pieces per binade: the top 7 bits of the significand
-_FAST_PIECE_MASK = np.uint64(127)
-_FAST_CENTRE_CLEAR = np.uint64(0xFFFFE00000000000)  # keeps the sign, exponent and top 7 significand bits
-_FAST_CENTRE_HALF = np.uint64(1) << np.uint64(52 - 8)  # + half a piece
+_FAST_PIECE_BITS = np.uint64(7)  # 128 pieces per binade
 
 # as written out in erfcx_fast_piece and erfcx_fast
 assert (fast_tables.ERFCX_FAST.pieces, fast_tables.ERFCX_FAST.degree, fast_tables.ERFCX_FAST.low_words) == (896, 8, 4)
@@ -306,7 +312,7 @@ def erf_series_fast(a, vh, vl):
 
 
 @jitable
-def _erfcx_dd_step(ph, pl, d, ch, cl):
+def _dominated_dd_step(ph, pl, d, ch, cl):
     """(ph + pl) d + (ch + cl), d exact, |p d| < |c|: < 2^-103 of the result (above)."""
     s, t = two_prod(ph, d)
     t = fma_rn(pl, d, t)
@@ -316,12 +322,9 @@ def _erfcx_dd_step(ph, pl, d, ch, cl):
 
 @jitable
 def erfcx_fast_piece(a):
-    """(j, d): the piece of ERFCX_FAST that holds 1/4 <= a < 32 and d = a - c_j (exact)."""
-    u = bitcast(a)
-    row = np.int64(u >> _EXP_SHIFT) - _BIAS_LOW
-    j = row * np.int64(128) + np.int64((u >> _FAST_PIECE_SHIFT) & _FAST_PIECE_MASK)
-    centre = bitcast((u & _FAST_CENTRE_CLEAR) | _FAST_CENTRE_HALF)
-    return j, sub_rn(a, centre)
+    """(j, d): the piece of ERFCX_FAST (128 per binade) that holds 1/4 <= a < 32
+    and d = a - c_j (exact)."""
+    return binade_piece(a, _FAST_PIECE_BITS)
 
 
 @jitable
@@ -336,10 +339,10 @@ def erfcx_fast(j, d):
     p = fma_rn(p, d, c[j, 6])
     p = fma_rn(p, d, c[j, 5])
     p = fma_rn(p, d, c[j, 4])
-    ph, pl = _erfcx_dd_step(p, ZERO, d, c[j, 3], c[j, 12])
-    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 2], c[j, 11])
-    ph, pl = _erfcx_dd_step(ph, pl, d, c[j, 1], c[j, 10])
-    return _erfcx_dd_step(ph, pl, d, c[j, 0], c[j, 9])
+    ph, pl = _dominated_dd_step(p, ZERO, d, c[j, 3], c[j, 12])
+    ph, pl = _dominated_dd_step(ph, pl, d, c[j, 2], c[j, 11])
+    ph, pl = _dominated_dd_step(ph, pl, d, c[j, 1], c[j, 10])
+    return _dominated_dd_step(ph, pl, d, c[j, 0], c[j, 9])
 
 
 @jitable
@@ -406,7 +409,7 @@ assert fast_tables.ERF_RATIO.piece_bounds(5) == (5 / 128, 6 / 128, 11 / 256)
 
 
 @jitable
-def _ratio_dd_step(ph, pl, d, gh, gl):
+def _dd_step(ph, pl, d, gh, gl):
     """(ph + pl) d + (gh + gl), d exact, < 2^-102.4 (|g| + |p d|) (above)."""
     s, t = two_prod(ph, d)
     t = fma_rn(pl, d, t)
@@ -434,10 +437,7 @@ def erf_ratio_fast(j, d):
     p = fma_rn(p, d, g[j, 5])
     p = fma_rn(p, d, g[j, 4])
     p = fma_rn(p, d, g[j, 3])
-    ph, pl = _ratio_dd_step(p, ZERO, d, g[j, 2], g[j, _L2])
-    ph, pl = _ratio_dd_step(ph, pl, d, g[j, 1], g[j, _L1])
-    s, t = two_prod(ph, d)
-    t = fma_rn(pl, d, t)
-    h, e = fast_two_sum(g[j, 0], s)
-    return h, add_rn(e, add_rn(t, g[j, _L0]))
+    ph, pl = _dd_step(p, ZERO, d, g[j, 2], g[j, _L2])
+    ph, pl = _dd_step(ph, pl, d, g[j, 1], g[j, _L1])
+    return _dominated_dd_step(ph, pl, d, g[j, 0], g[j, _L0])  # |p d| < g_0 (above)
 
