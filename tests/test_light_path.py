@@ -326,6 +326,37 @@ def test_small_out_takes_the_light_path(call, monkeypatch):
         call(a, b, out=torch.empty(3, 5, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("call", [lambda a, b, **kw: softrep.add(a, b, **kw),
+                                  lambda a, b, **kw: softrep.fma(a, b, a, rounding="down", **kw),
+                                  lambda a, b, **kw: softrep.exp(a, **kw),
+                                  lambda a, b, **kw: softrep.hypot(a, b, **kw)])
+def test_large_same_shape_calls_take_the_light_path(call, monkeypatch):
+    """Beyond the serial kernel's size, same-shape contiguous operands go to
+    the parallel launcher straight from the light path (no general path),
+    with the general path's bits; an `out` that is an input is written in
+    place.  A Python number among tensors of more than a quarter of the
+    number buffers' elements takes the general path."""
+    n = cpu_launch.SERIAL_MAX * 2 + 5
+    a, b = _special(n, torch.float32, 11), _special(n, torch.float32, 12)
+    executed = []
+    execute = backend.execute
+    monkeypatch.setattr(backend, "execute", lambda *args, **kw: (executed.append(1), execute(*args, **kw))[1])
+    written = []
+    launch = E._launch_parallel
+    monkeypatch.setattr(E, "_launch_parallel", lambda run, to, operands: (written.append(to.data_ptr()),
+                                                                           launch(run, to, operands)))
+    general = call(torch.stack([a, b], 1)[:, 0], b)  # a strided operand: the general path
+    assert executed == [1] and not written
+    assert torch.equal(_bits(call(a, b)), _bits(general))
+    a2 = a.clone()
+    assert call(a2, b, out=a2) is a2 and torch.equal(_bits(a2), _bits(general))
+    assert len(written) == 2 and written[1] == a2.data_ptr() and executed == [1]
+    assert torch.equal(_bits(softrep.mul(a, 3.0)), _bits(a * 3.0)) and executed == [1] and len(written) == 3
+    big = torch.cat([a] * 10)
+    assert big.numel() > E._NUMBER_ELEMENTS // 4
+    assert torch.equal(_bits(softrep.mul(big, 3.0)), _bits(big * 3.0)) and executed == [1, 1] and len(written) == 3
+
+
 def test_mean_divides_in_the_sum_kernel(monkeypatch):
     """A small mean over trailing dims is one serial kernel, its divisor the
     number of reduced elements; its bits are those of div_rn(sum, n)

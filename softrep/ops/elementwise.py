@@ -22,6 +22,7 @@ from ..algorithms import elementwise as arith
 from . import backend, batching, lowp, mixed, outputs
 from ..primitives import rounding as R
 from ..primitives.rounding import SUFFIX
+from ..primitives.fpenv import ieee_state
 from .memory import empty
 from .summation import sum_to_shape
 from .validate import ALL_FLOAT_DTYPES, broadcast_shape, rounding_suffix, tensor_operands
@@ -146,20 +147,23 @@ def _number_buffer(value, dtype, n):
 def light(cpu_run, values, out=None):
     """The result of the CPU launcher `cpu_run` on `values` by the light path
     (`softrep.ops.backend.light_dtype`: same-shape contiguous CPU tensors, no
-    autograd to record, at most `cpu_run.serial_max` elements), or None where
-    the call needs the general path.  Same kernel, same bits: one call of the
-    serial kernel on the tensors' addresses, no autograd Function, no
-    broadcasting, no numpy views.  A Python number among them is read from a
-    buffer of equal elements (`_number_buffer`).
+    autograd to record), or None where the call needs the general path.  Same
+    kernel, same bits: one call of the serial kernel on the tensors'
+    addresses (at most `cpu_run.serial_max` elements; more: the parallel
+    launcher on numpy views), no autograd Function, no broadcasting.  A Python
+    number among them is read from a buffer of equal elements
+    (`_number_buffer`, which keeps four buffers of the largest size taken
+    here); beyond that size the call takes the general path.
 
     With `out` (torch's out= semantics, softrep.ops.outputs) the result goes
     there and `out` is returned, when `out` is a plain tensor of the operands'
     shape, dtype and layout that overlaps no operand, or only as the very same
-    elements (`exp(x, out=x)`).  Those are written through a temporary and
-    `copy_`: a serial kernel whose output is one of its inputs keeps its
+    elements (`exp(x, out=x)`).  Small ones are written through a temporary
+    and `copy_`: a serial kernel whose output is one of its inputs keeps its
     values but runs its scalar loop, not its vector one (the compiler's
     overlap check fails), 6x slower for exp on 30,000 floats than the
-    kernel and the copy.  Any other `out` -- one to resize, to convert, or
+    kernel and the copy.  Larger ones are written in place, as the general
+    path writes them.  Any other `out` -- one to resize, to convert, or
     that requires grad -- is left to the general path, which checks it and
     says what is wrong."""
     tensors = values
@@ -179,14 +183,15 @@ def light(cpu_run, values, out=None):
         return None
     first = tensors[0]
     n = first.numel()
-    if n > cpu_run.serial_max:
-        return None
+    parallel = n > cpu_run.serial_max
+    if numbers and n > _NUMBER_ELEMENTS // 4:
+        return None  # the general path reads the number in place, without a buffer of n
     same = False
     if out is not None:
         overlap = _overlap(out, tensors[:-1])
         if overlap == _PARTIAL:
             return None
-        same = overlap == _SAME
+        same = overlap == _SAME and not parallel
     if numbers:
         operands = []  # the buffers stay referenced here until the kernel is done
         for v in values:
@@ -199,9 +204,20 @@ def light(cpu_run, values, out=None):
         operands = values
     # contiguous like `first` (light_dtype checked)
     result = torch.empty_like(first) if out is None or same else out
-    if n:
+    if parallel:
+        _launch_parallel(cpu_run, result, operands)
+    elif n:
         cpu_launch.launch_serial(cpu_run, dtype, result.data_ptr(), [t.data_ptr() for t in operands], n)
     return out.copy_(result) if same else result
+
+
+def _launch_parallel(cpu_run, out, operands):
+    """The parallel launcher `cpu_run` on the C-contiguous CPU tensors `out`
+    and `operands`, through flat numpy views, in IEEE's control state: what
+    the general path launches, without its broadcasting and checks."""
+    arrays = [out.detach().numpy().reshape(-1)] + [t.detach().numpy().reshape(-1) for t in operands]
+    with ieee_state():
+        cpu_run(*arrays)
 
 
 _APART, _SAME, _PARTIAL = range(3)
