@@ -12,7 +12,7 @@ import torch
 from . import backend, batching
 from . import elementwise as E
 from . import mixed
-from .summation import (BroadcastFunction, as_rows, check_dtype, check_input, light_rows, light_sum,
+from .summation import (BroadcastFunction, as_rows, check_dtype, check_input, light_rows, light_rows_sum, light_sum,
                         reduced_dims, reduction_shapes, scalar_as_1d, sum, sum_raw, sum_rows, sum_to_shape)
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
@@ -190,6 +190,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     light = light_sum(x, dims, keepdim, divisor=n)  # nothing to record: the division inside the sum's kernel
     if light is not None:
         return light
+    light = light_rows_sum(x, dims, keepdim)  # nothing to record, larger: the sum, then the division
+    if light is not None:
+        return E.div(light, float(n))
     return backend.call(_Mean, x, dims, keepdim, n)
 
 

@@ -18,17 +18,19 @@ reductions (softrep/ops/reduction.py) build on both.
 import builtins
 import math
 
+import numpy as np
 import torch
 
 from . import backend, batching, mixed
 from .memory import index_table
 from .validate import FLOAT_DTYPES, normalize_dim
+from ..primitives.fpenv import ieee_state
 from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "sum_to_shape", "SumFunction", "BroadcastFunction", "check_input", "check_dtype", "reduced_dims",
            "reduction_shapes", "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
-           "light_column_sum"]
+           "light_column_sum", "light_rows_sum"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -142,6 +144,8 @@ def _slabs(x, dims):
 
 def sum_raw(x, dims, keepdim):
     light = light_sum(x, dims, keepdim)  # inside SumFunction's forward grad mode is off
+    if light is None:
+        light = light_rows_sum(x, dims, keepdim)
     if light is not None:
         return light
     out_shape, _, _ = reduction_shapes(x, dims, keepdim)
@@ -221,16 +225,16 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return _sum(input, dim, keepdim, dtype=dtype)
 
 
-def light_rows(input, dims, keepdim):
+def light_rows(input, dims, keepdim, limit=cpu_reduce.SERIAL_MAX):
     """(numpy dtype, M, n, output shape) when reducing `dims` of `input` may
     take the light path (`backend.light_dtype`: a plain contiguous CPU tensor,
     nothing to record), the reduced dims are its trailing ones, so that they
-    are M contiguous rows of n >= 1 elements, and it has at most
-    `cpu_reduce.SERIAL_MAX` elements; else None.  The serial kernels of
+    are M contiguous rows of n >= 1 elements, and it has at most `limit`
+    elements (None: any number); else None.  The serial kernels of
     softrep/cpu/reduce.py then run on its address: the same per-row steps,
     so the same bits, without the autograd Function and the numpy views."""
     total = input.numel()
-    if total > cpu_reduce.SERIAL_MAX or total == 0:
+    if (limit is not None and total > limit) or total == 0:
         return None
     dtype = backend.light_dtype((input,))
     if dtype is None:
@@ -255,6 +259,28 @@ def light_sum(input, dims, keepdim, divisor=None):
     numpy_dtype, m, n, out_shape = light
     out = backend.new_empty(input, out_shape)
     cpu_reduce.serial_sum(numpy_dtype, out.data_ptr(), input.data_ptr(), m, n, divisor)
+    return out
+
+
+_ZEROS = {}  # numpy dtype -> zeros, the centre of the plain sums' kernel
+
+
+def light_rows_sum(input, dims, keepdim):
+    """The sum over trailing `dims` of a plain contiguous CPU tensor of any size
+    with nothing to record (`light_rows`), by the parallel kernel of the
+    general path (`cpu_reduce.sum_values` on the same rows, so the same bits)
+    called on numpy views, without the autograd Function, the row view's
+    permutation and `backend.execute`; None where that does not apply."""
+    light = light_rows(input, dims, keepdim, limit=None)
+    if light is None:
+        return None
+    numpy_dtype, m, n, out_shape = light
+    out = backend.new_empty(input, out_shape)
+    zeros = _ZEROS.get(numpy_dtype)
+    if zeros is None or zeros.size < m:
+        zeros = _ZEROS[numpy_dtype] = np.zeros(max(m, 1024), dtype=numpy_dtype)
+    with ieee_state():
+        cpu_reduce.sum_values(out.detach().numpy().reshape(m), input.detach().numpy().reshape(m, n), zeros[:m])
     return out
 
 
@@ -291,6 +317,8 @@ def _sum(input, dim=None, keepdim=False, *, dtype=None):
     check_dtype("sum", input, dtype)
     dims = reduced_dims("sum", input, dim)
     light = light_sum(input, dims, keepdim)
+    if light is None:
+        light = light_rows_sum(input, dims, keepdim)
     if light is not None:
         return light
     if input.dim() == 0:
