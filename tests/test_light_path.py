@@ -399,17 +399,25 @@ def test_small_reductions_take_the_light_path_with_the_general_bits(op, shape, d
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("shape,dims,keepdim", [((70000,), (0,), False), ((1000, 64), (1,), True),
                                                 ((40, 9, 256), (1, 2), False), ((33, 1000), (1,), False)])
-@pytest.mark.parametrize("op", ["sum", "mean"])
-def test_larger_sums_over_trailing_dims_skip_the_general_path(op, shape, dims, keepdim, dtype, monkeypatch):
-    """Beyond the serial kernel's size, a sum or mean over trailing dims of a
-    plain contiguous CPU tensor calls the general path's parallel kernel on
-    views (no `backend.execute`, no autograd Function), with its bits: the
-    rows of `as_rows` summed by `sum_rows`, divided by n for the mean."""
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+def test_larger_reductions_over_trailing_dims_skip_the_general_path(op, shape, dims, keepdim, dtype, monkeypatch):
+    """Beyond the serial kernels' size, a sum, mean, amax or amin over trailing
+    dims of a plain contiguous CPU tensor calls the general path's parallel
+    kernel on views (no `backend.execute`, no autograd Function), with its
+    bits: the rows of `as_rows` summed by `sum_rows`, divided by n for the
+    mean; for amax and amin, the serial kernel's result on the same rows."""
+    from softrep.cpu import reduce as cpu_reduce
     x = _special(int(np.prod(shape)), dtype, 4).reshape(shape)
     n = int(np.prod([shape[d] for d in dims]))
     out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape)) if keepdim else \
         tuple(s for d, s in enumerate(shape) if d not in dims)
-    want = summation.sum_rows(summation.as_rows(x, dims)).reshape(out_shape)
+    if op in ("amax", "amin"):
+        want = torch.empty(out_shape, dtype=dtype)
+        with ieee_state():
+            cpu_reduce.serial_extreme(backend.light_dtype((x,)), want.data_ptr(), x.data_ptr(), x.numel() // n, n,
+                                      op == "amax")
+    else:
+        want = summation.sum_rows(summation.as_rows(x, dims)).reshape(out_shape)
     if op == "mean":
         want = torch.div(want, float(n))  # IEEE division, as div_rn
     executed = []

@@ -15,6 +15,7 @@ from . import mixed
 from .summation import (BroadcastFunction, as_rows, check_dtype, check_input, light_rows, light_rows_sum, light_sum,
                         reduced_dims, reduction_shapes, scalar_as_1d, sum, sum_raw, sum_rows, sum_to_shape)
 from ..cpu import reduce as cpu_reduce
+from ..primitives.fpenv import ieee_state
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "mean", "var", "std", "amax", "amin", "argmax", "argmin", "sum_to_shape"]
@@ -41,14 +42,20 @@ def _extreme_raw(fn, x, dims, keepdim, largest):
 
 
 def _light_extreme(x, dims, keepdim, largest):
-    """amax/amin over `dims` by the light path's serial kernel (`light_rows`),
-    or None where that path does not apply."""
-    light = light_rows(x, dims, keepdim)
+    """amax/amin over `dims` by the light path (`light_rows`): the serial
+    kernel up to its size, beyond it the general path's parallel kernel on
+    numpy views (the same rows: the same result); None where the light path
+    does not apply."""
+    light = light_rows(x, dims, keepdim, limit=None)
     if light is None:
         return None
     numpy_dtype, m, n, out_shape = light
     out = backend.new_empty(x, out_shape)
-    cpu_reduce.serial_extreme(numpy_dtype, out.data_ptr(), x.data_ptr(), m, n, largest)
+    if m * n <= cpu_reduce.SERIAL_MAX:
+        cpu_reduce.serial_extreme(numpy_dtype, out.data_ptr(), x.data_ptr(), m, n, largest)
+    else:
+        with ieee_state():
+            cpu_reduce.extreme_values(out.detach().numpy().reshape(m), x.detach().numpy().reshape(m, n), largest)
     return out
 
 
