@@ -12,8 +12,8 @@ every thread.
 
 `place_tables_in_global_memory`, installed at the first CUDA use, lowers every
 such array as a read-only global of the global address space instead, named
-after its dtype, shape and a hash of its bytes with `linkonce_odr` linkage, so
-that the functions of one kernel share a single copy.  Only where the bytes
+by a hash of its bytes, dtype and shape, with `linkonce_odr` linkage, so that
+the functions of one kernel share a single copy.  Only where the bytes
 live changes: the values, and so every result, are the same.
 `tests/test_cuda_tables.py` assembles the kernels' PTX with nvJitLink (ptxas,
 no GPU needed).
