@@ -12,6 +12,7 @@ compared: no floating-point operation is involved.  The window's value
 
 import numpy as np
 
+from ..primitives.jit import inline_into_callers
 from ..primitives.rounding import canonical, jitable
 from .reduction import order_key
 
@@ -24,7 +25,9 @@ _BELOW_ALL = np.int64(-(2**63))
 def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
     """ih * W + iw of the winner of the window starting at (ih0, iw0) of
     `plane` (H, W), or -1 if no position of the window lies inside the plane
-    (torch's output sizes rule that out)."""
+    (torch's output sizes rule that out).  Inlined: a call per window costs
+    more than the window's own comparisons."""
+    inline_into_callers()
     H, W = plane.shape
     best = np.int64(-1)
     best_key = _BELOW_ALL
@@ -59,5 +62,8 @@ def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
 def winner_value(plane, index):
     """The element ih * W + iw = `index` of `plane` (H, W), copied (any NaN
     canonical): the value of the window whose winner it is."""
-    W = plane.shape[1]
-    return canonical(plane[np.uint64(index // W), np.uint64(index % W)])
+    inline_into_callers()
+    # unsigned: the index is nonnegative, and a signed division rounds to -inf
+    # with a correction step
+    at, W = np.uint64(index), np.uint64(plane.shape[1])
+    return canonical(plane[at // W, at % W])
