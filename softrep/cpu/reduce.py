@@ -50,8 +50,9 @@ from numba.np.arrayobj import populate_array
 
 from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, divided_sum_from_partials,
-                                    extend_values_f32x8, extreme_value, improves, key_value, narrow_key, order_key,
-                                    extreme_scan, sum_from_partials, sums_from_partials_f32x8, widen_key)
+                                    eight_short_row_sums, extend_values_f32x8, extreme_scan, extreme_value, improves,
+                                    key_value, narrow_key, order_key, row_partials, sum_from_partials,
+                                    sums_from_partials_f32x8, widen_key)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, address_as_pointer, kernel, prefer_host_vectors
@@ -582,16 +583,14 @@ def sum_values_of_slabs(out, x3):
 # Small reductions of contiguous rows on the calling thread, through the
 # tensors' addresses (the elementwise ops' light path, softrep/cpu/launch.py):
 # `serial_sum(dtype, out, x, m, n, divisor)` gives out[i] the documented sum
-# of x[i*n : (i+1)*n], each block's partial (`VALUES.block`) then the tree
+# of x[i*n : (i+1)*n], its block partials (`row_partials`; rows of one
+# block eight at a time, `eight_short_row_sums`) then the tree
 # (`sum_from_partials`), the steps of the row layout above, divided by
 # `divisor` (1 for a sum, n for a mean); and
 # `serial_extreme(dtype, out, x, m, n, largest)` the amax/amin value of each
 # row (`extreme_scan`, `extreme_value`).  A Python call with integers
 # costs a fraction of one with arrays, and the kernel sets IEEE's control
 # state itself.  At most SERIAL_MAX elements.
-
-_block = VALUES.block
-
 
 def _serial_reductions(dtype):
     def sum_serial(out, x, m, n, divisor, mask):
@@ -600,12 +599,17 @@ def _serial_reductions(dtype):
         a = carray(address_as_pointer(x), m * n, dtype)
         nb = (n + BLOCK - 1) // BLOCK
         p = np.empty(nb, dtype)
-        for i in range(m):
-            base = i * n
-            for j in range(nb):
-                start = base + j * BLOCK
-                p[j] = _block(a, start, min(start + BLOCK, base + n), a[start])
-            o[i] = divided_sum_from_partials(p, nb, divisor)
+        first_row = 0
+        if nb == 1:
+            # rows of one block: eight rows' chains side by side
+            un = np.uint64(n)
+            first_row = m - m % 8
+            for i in range(0, first_row, 8):
+                sums = eight_short_row_sums(a, np.uint64(i) * un, un, divisor)
+                for c in range(8):
+                    o[i + c] = sums[c]
+        for i in range(first_row, m):
+            o[i] = divided_sum_from_partials(p, row_partials(a[i * n:(i + 1) * n], p), divisor)
         leave_ieee(old)
 
     def extreme_serial(out, x, m, n, largest, mask):
