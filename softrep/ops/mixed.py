@@ -301,21 +301,18 @@ def float32_compute(name, native_low=False):
 
 def _nothing_to_cast(args, kwargs):
     """A quick sufficient test that `float32_compute`'s wrapper has nothing to
-    do: every argument a plain value or a CPU tensor that is not bfloat16 or
-    float16 (no lists of tensors), and CPU autocast off.  Then the op runs as
-    called, as the full test would decide, without collecting the tensors."""
-    for a in args:
+    do: every argument a plain value, a list or tuple without tensors (a
+    stride, a kernel size), or a CPU tensor that is not bfloat16 or float16,
+    and CPU autocast off.  Then the op runs as called, as the full test would
+    decide, without collecting the tensors."""
+    for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor):
             if a.dtype in LOW_FORMATS or not a.is_cpu:
                 return False
         elif isinstance(a, (list, tuple)):
-            return False
-    for a in kwargs.values():
-        if isinstance(a, torch.Tensor):
-            if a.dtype in LOW_FORMATS or not a.is_cpu:
-                return False
-        elif isinstance(a, (list, tuple)):
-            return False
+            for b in a:
+                if isinstance(b, torch.Tensor):
+                    return False
     return not torch.is_autocast_enabled("cpu")
 
 
