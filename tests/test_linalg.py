@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import gmpy2
+import numba
 import numpy as np
 import pytest
 import torch
@@ -170,6 +171,36 @@ def test_transposed_operands_on_the_packed_path(dtype, serial_fmas, monkeypatch)
     wantb = P.bmm(ab, bb)
     got = P.bmm(ab.transpose(1, 2).contiguous().transpose(1, 2), bb.transpose(1, 2).contiguous().transpose(1, 2))
     assert_same_bits(got, wantb)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_products_split_among_threads_match_oracle(dtype, monkeypatch):
+    """From linalg.SPLIT_FMAS fmas on, a serial-size product shares its row
+    panels among the threads (each packing its own rows): the oracle's
+    chains, with row counts that are not a multiple of MR, transposed
+    operands and a bias; and the weight gradient's tree product, each
+    sample's chain then the batch tree."""
+    from softrep.cpu import linalg
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one thread: nothing to split")
+    monkeypatch.setattr(linalg, "SPLIT_FMAS", 1)
+    split = []
+    tasks = linalg._tasks
+    monkeypatch.setattr(linalg, "_tasks", lambda *shape: split.append(tasks(*shape)) or split[-1])
+    for m, k, n in ((13, 31, 19), (25, 3, 40), (67, 45, 83)):
+        a, b = tricky(m + k, (m, k), dtype), tricky(n + k, (k, n), dtype)
+        want = oracle_mm(a, b)
+        assert_same_bits(P.mm(a, b), want)
+        assert_same_bits(P.mm(a.t().contiguous().t(), b.t().contiguous().t()), want)
+        bias = tricky(n, (n,), dtype)
+        assert_same_bits(P.linear(a, b.t(), bias), oracle_mm(a, b, bias))
+    g, x = normal_tensor(47, (6, 5, 37), dtype), normal_tensor(48, (6, 5, 11), dtype)
+    nodes = P.tree_product(g.unsqueeze(1), x.unsqueeze(1), [(0, 4), (4, 2)])
+    per_sample = [oracle_mm(g[s].t(), x[s]).numpy() for s in range(6)]
+    assert_same_bits(nodes[0, 0], torch.from_numpy(batch_tree(per_sample[:4])))
+    assert_same_bits(nodes[1, 0], torch.from_numpy(batch_tree(per_sample[4:])))
+    assert split and min(split) > 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

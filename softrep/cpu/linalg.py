@@ -45,7 +45,7 @@ from numba.extending import overload
 from ..algorithms.products import (finish, finish_add, micro_kernel, outer_leaf, outer_node_of_eight, tree_carry,
                                    tree_finish, tree_slot, tree_slots)
 from ..algorithms.widening import narrowed_bits, widened
-from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
+from ..primitives.fpenv import CONTROL_MASK, enter_ieee, ieee_state, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import address_as_pointer, host_vector_bits, kernel
 from .workspace import scratch, scratch_address
@@ -570,17 +570,17 @@ def pack_rows_transposed(dst, x, xs, m, k, width, panels):
 
 
 @njit(cache=True, inline="always")
-def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout):
+def pack_panels_a(ap, x, xs, m, k, mr, m_panels, layout, stride):
     """a (m, k), from x at offset xs in `layout` (ROWS: a[i, kk] at i*k + kk;
-    COLUMNS: at kk*m + i), into mr-row panels: ap[(ip*k + kk)*mr + r] =
-    a[ip*mr + r, kk], the padding rows +0 (they feed only chains that are
-    thrown away)."""
+    COLUMNS: at kk*stride + i, stride >= m: the rows of a taller matrix),
+    into mr-row panels: ap[(ip*k + kk)*mr + r] = a[ip*mr + r, kk], the
+    padding rows +0 (they feed only chains that are thrown away)."""
     ap[(m_panels - 1) * k * mr:m_panels * k * mr] = 0  # only the last panel holds padding
     if layout == COLUMNS:  # a panel's rows of one kk are consecutive in x
         for ip in range(m_panels):
             rows = min(mr, m - ip * mr)
             for kk in range(k):
-                copy_run(ap, (ip * k + kk) * mr, x, xs + kk * m + ip * mr, rows, mr)
+                copy_run(ap, (ip * k + kk) * mr, x, xs + kk * stride + ip * mr, rows, mr)
     else:  # a panel's rows of one kk are k apart in x
         pack_rows_transposed(ap, x, xs, m, k, mr, m_panels)
 
@@ -606,80 +606,127 @@ def _serial_product(dtype):
 
     itemsize = np.dtype(dtype).itemsize
 
-    def product_serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, mask):
-        old = enter_ieee(mask)
-        m_panels, n_panels = (m + mr - 1) // mr, (n + nr - 1) // nr
+    @njit(cache=True, error_model="numpy")
+    def product_rows(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, ip0, ip1):
+        # The output rows of row panels ip0 .. ip1-1 (rows ip0*mr .. ) of every
+        # product: their panels of a, all of b, in `work` (`_serial_work_bytes`).
+        r0 = ip0 * mr
+        rows = min(m, ip1 * mr) - r0
+        m_panels, n_panels = ip1 - ip0, (n + nr - 1) // nr
         npad = n_panels * nr
         o = carray(address_as_pointer(out), nb * m * n, dtype)
         x = carray(address_as_pointer(a), nb * m * k, dtype)
         y = carray(address_as_pointer(b), nb * k * n, dtype)
         c_size = nb * m * n if addend_kind == FULL_ADDEND else (n if addend_kind == ROW_ADDEND else 0)
         z = carray(address_as_pointer(addend), c_size, dtype)
-        # the packed operands and the padded accumulators, in the caller's
-        # scratch buffer (`_serial_work`)
         a_size, b_size = m_panels * k * mr, n_panels * k * nr
         ap = carray(address_as_pointer(work), a_size, dtype)
         bp = carray(address_as_pointer(work + a_size * itemsize), b_size, dtype)
         cpad = carray(address_as_pointer(work + (a_size + b_size) * itemsize), m_panels * mr * npad, dtype)
         for s in range(nb):
             xs, ys, os = s * m * k, s * k * n, s * m * n
-            pack_panels_a(ap, x, xs, m, k, mr, m_panels, a_layout)
+            pack_panels_a(ap, x, xs + (r0 if a_layout == COLUMNS else r0 * k), rows, k, mr, m_panels, a_layout, m)
             pack_panels_b(bp, y, ys, k, n, nr, n_panels, b_layout)
             # every chain from +0 through all of k in one call: the chains of "Matrix products"
             for jp in range(n_panels):
                 for ip in range(m_panels):
                     micro(ap, bp, cpad, ip * k * mr, jp * k * nr, ip * mr * npad + jp * nr, npad, k, True)
             # rows through views from 0 (no negative-index code; the loops vectorise)
-            for i in range(m):
-                orow, crow = o[os + i * n:os + i * n + n], cpad[i * npad:i * npad + n]
+            for i in range(rows):
+                at = os + (r0 + i) * n
+                orow, crow = o[at:at + n], cpad[i * npad:i * npad + n]
                 if addend_kind == ROW_ADDEND:
                     for j in range(n):
                         orow[j] = finish_add(crow[j], z[j])
                 elif addend_kind == FULL_ADDEND:
-                    zrow = z[os + i * n:os + i * n + n]
+                    zrow = z[at:at + n]
                     for j in range(n):
                         orow[j] = finish_add(crow[j], zrow[j])
                 else:
                     for j in range(n):
                         orow[j] = finish(crow[j])
+
+    def product_serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, mask):
+        old = enter_ieee(mask)
+        product_rows(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, 0, (m + mr - 1) // mr)
         leave_ieee(old)
 
+    def product_split(out, a, b, addend, work, task_bytes, tasks, nb, m, k, n, a_layout, b_layout, addend_kind):
+        # `tasks` runs of consecutive row panels, each with its own work area
+        panels = (m + mr - 1) // mr
+        for t in prange(tasks):
+            product_rows(out, a, b, addend, work + t * task_bytes, nb, m, k, n, a_layout, b_layout, addend_kind,
+                         t * panels // tasks, (t + 1) * panels // tasks)
+
     address = types.intp
-    return kernel(f"linalg.serial_product.{np.dtype(dtype).name}", (address,) * 5 + (_I,) * 8)(
+    name = np.dtype(dtype).name
+    serial = kernel(f"linalg.serial_product.{name}", (address,) * 5 + (_I,) * 8)(
         njit(cache=True, error_model="numpy")(product_serial))
+    split = kernel(f"linalg.split_product.{name}", (address,) * 5 + (_I,) * 9)(
+        njit(parallel=True, cache=True)(product_split))
+    return serial, split
 
 
 _SERIAL_PRODUCT = {np.dtype(t): _serial_product(t) for t in (np.float32, np.float64)}
 _SERIAL_LOADED = set()
 
 
+# Products of at least SPLIT_FMAS fmas (and at most SERIAL_FMAS) split their
+# row panels among the threads: one launch, each thread packing its own rows
+# of a and all of b (docs/benchmarks.md).  Every chain stays on one thread,
+# advanced by the same micro-kernel from +0 through all of k.
+SPLIT_FMAS = 524_288  # 2^19
+
+
+def _tasks(nb, m, k, n):
+    """How many threads share a serial-size product's row panels."""
+    if nb * m * k * n < SPLIT_FMAS:
+        return 1
+    return max(1, min(numba.get_num_threads(), -(-m // MR)))
+
+
 def serial_product(dtype, out, a, b, addend, nb, m, k, n, a_layout=ROWS, b_layout=ROWS, addend_kind=NO_ADDEND):
-    """out (nb, m, n) = a (nb, m, k) @ b (nb, k, n) [+ addend], on the calling
-    thread, buffers of numpy dtype `dtype` given by their addresses: out
-    C-contiguous, a and b in `a_layout`/`b_layout` (ROWS, COLUMNS), the
-    addend (address 0 for none) by `addend_kind`.  nb * m * n * k <= SERIAL_FMAS.
+    """out (nb, m, n) = a (nb, m, k) @ b (nb, k, n) [+ addend], buffers of
+    numpy dtype `dtype` given by their addresses: out C-contiguous, a and b
+    in `a_layout`/`b_layout` (ROWS, COLUMNS), the addend (address 0 for
+    none) by `addend_kind`.  nb * m * n * k <= SERIAL_FMAS.
 
     The same micro-kernel as the packed path advances every chain from +0
-    through all of k in one call; the operands are packed on the calling
-    thread, so the small products of training pay no parallel launch."""
-    run = _SERIAL_PRODUCT[dtype]
-    work = _serial_work(dtype, m, k, n, 1)
-    if dtype in _SERIAL_LOADED:
-        run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
-    else:  # compiled (or loaded) at the first call, with the micro-kernel's vectorizer
-        with slp_vectorize():
-            run(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
-        _SERIAL_LOADED.add(dtype)
+    through all of k in one call.  The operands are packed on the calling
+    thread, so the small products of training pay no parallel launch; from
+    SPLIT_FMAS on, the row panels are shared among the threads in one
+    launch (`_tasks`)."""
+    serial, split = _SERIAL_PRODUCT[dtype]
+    tasks = _tasks(nb, m, k, n)
+    if tasks > 1:
+        rows = -(-(-(-m // MR)) // tasks) * MR  # the most rows of one task
+        task_bytes = _serial_work_bytes(dtype, rows, k, n, 1)
+        work = scratch_address("serial_product", task_bytes * tasks)
+        with _first_compile(("split", dtype)), ieee_state():
+            split(out, a, b, addend, work, task_bytes, tasks, nb, m, k, n, a_layout, b_layout, addend_kind)
+        return
+    work = scratch_address("serial_product", _serial_work_bytes(dtype, m, k, n, 1))
+    with _first_compile(dtype):
+        serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
 
 
-def _serial_work(dtype, m, k, n, outputs):
-    """The address of this thread's scratch buffer for a serial kernel's
-    packed (m, k) and (k, n) operands and `outputs` padded (m, n) blocks of
-    accumulators."""
+def _first_compile(key):
+    """The micro-kernel's vectorizer around a serial kernel's first call (when
+    it is compiled or loaded); nothing afterwards."""
+    if key in _SERIAL_LOADED:
+        return contextlib.nullcontext()
+    _SERIAL_LOADED.add(key)
+    return slp_vectorize()
+
+
+def _serial_work_bytes(dtype, m, k, n, outputs):
+    """The bytes of a serial kernel's packed (m, k) and (k, n) operands and
+    `outputs` padded (m, n) blocks of accumulators, rounded up to 64 (each
+    task's area starts aligned)."""
     nr = NR[dtype]
     m_panels, n_panels = -(-m // MR), -(-n // nr)
     size = (m_panels * MR + n_panels * nr) * k + outputs * m_panels * MR * n_panels * nr
-    return scratch_address("serial_product", size * dtype.itemsize)
+    return -(-size * dtype.itemsize // 64) * 64
 
 
 # --------------------------------------------------------------------------- per-sample chains into the batch tree
@@ -833,13 +880,17 @@ def _serial_tree_product(dtype):
     mr, nr = MR, NR[np.dtype(dtype)]
     itemsize = np.dtype(dtype).itemsize
 
-    def tree_product_serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, mask):
+    @njit(cache=True, error_model="numpy")
+    def tree_rows(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, ip0, ip1):
         # at (S, G, K, M) and bm (S, G, K, N) C-contiguous, out (nodes, G, M,
-        # N): for each node and group, every sample's chains at[s, g]^T @
-        # bm[s, g] (a stored k-major: COLUMNS) into one padded block of the
-        # stack, merged into the tree as the samples come (`tree_carry`).
-        old = enter_ieee(mask)
-        m_panels, n_panels = (m + mr - 1) // mr, (n + nr - 1) // nr
+        # N): the output rows of row panels ip0 .. ip1-1 (rows ip0*mr .. ).
+        # For each node and group, every sample's chains at[s, g]^T @ bm[s,
+        # g] (a stored k-major: COLUMNS) into one padded block of the stack,
+        # merged into the tree as the samples come (`tree_carry`), element
+        # by element.
+        r0 = ip0 * mr
+        rows = min(m, ip1 * mr) - r0
+        m_panels, n_panels = ip1 - ip0, (n + nr - 1) // nr
         npad = n_panels * nr
         ld = m_panels * mr * npad
         o = carray(address_as_pointer(out), nodes * groups * m * n, dtype)
@@ -855,7 +906,7 @@ def _serial_tree_product(dtype):
             for g in range(groups):
                 count = 0
                 for s in range(node_first[node], node_first[node] + node_count[node]):
-                    pack_panels_a(ap, x, (s * groups + g) * k * m, m, k, mr, m_panels, COLUMNS)
+                    pack_panels_a(ap, x, (s * groups + g) * k * m + r0, rows, k, mr, m_panels, COLUMNS, m)
                     pack_panels_b(bp, y, (s * groups + g) * k * n, k, n, nr, n_panels, ROWS)
                     c_base = tree_slot(count) * ld
                     for jp in range(n_panels):
@@ -865,35 +916,55 @@ def _serial_tree_product(dtype):
                     count = tree_carry(stack, ld, count, ld)
                 tree_finish(stack, ld, count, ld)
                 base = (node * groups + g) * m * n
-                for i in range(m):
+                for i in range(rows):
                     for j in range(n):
-                        o[base + i * n + j] = stack[i * npad + j]
+                        o[base + (r0 + i) * n + j] = stack[i * npad + j]
+
+    def tree_product_serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, mask):
+        old = enter_ieee(mask)
+        tree_rows(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, 0, (m + mr - 1) // mr)
         leave_ieee(old)
 
+    def tree_product_split(out, at, bm, work, task_bytes, tasks, first, counts, nodes, samples, groups, k, m, n,
+                           slots):
+        # `tasks` runs of consecutive row panels, each with its own work area
+        panels = (m + mr - 1) // mr
+        for t in prange(tasks):
+            tree_rows(out, at, bm, work + t * task_bytes, first, counts, nodes, samples, groups, k, m, n, slots,
+                      t * panels // tasks, (t + 1) * panels // tasks)
+
     address = types.intp
-    return kernel(f"linalg.serial_tree_product.{np.dtype(dtype).name}", (address,) * 6 + (_I,) * 8)(
+    name = np.dtype(dtype).name
+    serial = kernel(f"linalg.serial_tree_product.{name}", (address,) * 6 + (_I,) * 8)(
         njit(cache=True, error_model="numpy")(tree_product_serial))
+    split = kernel(f"linalg.split_tree_product.{name}", (address,) * 4 + (_I,) * 2 + (address,) * 2 + (_I,) * 7)(
+        njit(parallel=True, cache=True)(tree_product_split))
+    return serial, split
 
 
 _SERIAL_TREE_PRODUCT = {np.dtype(t): _serial_tree_product(t) for t in (np.float32, np.float64)}
 
 
 def serial_tree_product(dtype, out, at, bm, first, counts, nodes, samples, groups, k, m, n, slots):
-    """`tree_product` on the calling thread, through addresses: at (S, G, K,
-    M) and bm (S, G, K, N) C-contiguous buffers of numpy dtype `dtype`, out
-    (nodes, G, M, N), first and counts int64 tables of the nodes' samples
-    (counts >= 1), `slots` the stack slots of the largest node
-    (`tree_slots`); samples * groups * k * m * n <= SERIAL_FMAS.  The same
-    chains, tree and canonical NaNs as the parallel kernel."""
-    work = _serial_work(dtype, m, k, n, slots)
-    if ("tree", dtype) in _SERIAL_LOADED:
-        _SERIAL_TREE_PRODUCT[dtype](out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots,
-                                    CONTROL_MASK)
-    else:
-        with slp_vectorize():
-            _SERIAL_TREE_PRODUCT[dtype](out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots,
-                                        CONTROL_MASK)
-        _SERIAL_LOADED.add(("tree", dtype))
+    """`tree_product` through addresses: at (S, G, K, M) and bm (S, G, K, N)
+    C-contiguous buffers of numpy dtype `dtype`, out (nodes, G, M, N), first
+    and counts int64 tables of the nodes' samples (counts >= 1), `slots` the
+    stack slots of the largest node (`tree_slots`); samples * groups * k * m
+    * n <= SERIAL_FMAS.  On the calling thread, or from SPLIT_FMAS on with
+    the row panels shared among the threads in one launch (`_tasks`).  The
+    same chains, tree and canonical NaNs as the parallel kernel."""
+    serial, split = _SERIAL_TREE_PRODUCT[dtype]
+    tasks = _tasks(samples * groups, m, k, n)
+    if tasks > 1:
+        rows = -(-(-(-m // MR)) // tasks) * MR
+        task_bytes = _serial_work_bytes(dtype, rows, k, n, slots)
+        work = scratch_address("serial_product", task_bytes * tasks)
+        with _first_compile(("tree split", dtype)), ieee_state():
+            split(out, at, bm, work, task_bytes, tasks, first, counts, nodes, samples, groups, k, m, n, slots)
+        return
+    work = scratch_address("serial_product", _serial_work_bytes(dtype, m, k, n, slots))
+    with _first_compile(("tree", dtype)):
+        serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, CONTROL_MASK)
 
 
 # Samples of one row (K = 1, one group: a linear layer's [batch, features]
