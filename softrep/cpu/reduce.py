@@ -56,6 +56,7 @@ from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, divided_sum
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, address_as_pointer, kernel, prefer_host_vectors
+from .workspace import scratch_address
 
 INTERLEAVE = 8  # blocks summed side by side by one work item (row layout)
 OUTPUT_CHUNK = 256  # outputs per work item (column layout)
@@ -767,9 +768,8 @@ def serial_batch_row_sums(dtype, out, x, samples, rows, width):
     The bits of `softrep.sum` over dim 1 followed by `tree_nodes` over all
     samples."""
     block_slots, slots = tree_slots(-(-rows // BLOCK)), tree_slots(samples)
-    work = np.empty((block_slots + slots) * width, dtype)
-    _SERIAL_BATCH_ROW_SUMS[dtype](out, x, work.ctypes.data, samples, rows, width, block_slots, slots,
-                                  CONTROL_MASK)
+    work = scratch_address("batch_row_sums", (block_slots + slots) * width * dtype.itemsize)
+    _SERIAL_BATCH_ROW_SUMS[dtype](out, x, work, samples, rows, width, block_slots, slots, CONTROL_MASK)
 
 
 # ------------------------------------------------------------------ max / min / argmax

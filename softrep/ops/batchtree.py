@@ -155,6 +155,8 @@ def tree_sum(partials):
     n = partials.shape[0]
     if n == 0:
         return torch.zeros(partials.shape[1:], dtype=partials.dtype, device=partials.device)
+    if _one_launch(partials):  # the whole batch's one maximal node: its root
+        return summation.tree_nodes(partials, ((0, n),))[0]
     return slice_nodes(partials, 0, n)[0][2]
 
 

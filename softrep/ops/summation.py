@@ -120,7 +120,7 @@ def tree_nodes(partials, ranges):
             # without the launch tables and the numpy views
             step = width * rows.element_size()
             for node, (first, count) in enumerate(ranges):
-                cpu_reduce.serial_batch_row_sums(dtype, out[node].data_ptr(), rows.data_ptr() + first * step,
+                cpu_reduce.serial_batch_row_sums(dtype, out.data_ptr() + node * step, rows.data_ptr() + first * step,
                                                  count, 1, width)
         else:
             first = index_table([f for f, _ in ranges], partials.device)
