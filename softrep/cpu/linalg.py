@@ -699,9 +699,7 @@ def serial_product(dtype, out, a, b, addend, nb, m, k, n, a_layout=ROWS, b_layou
     serial, split = _SERIAL_PRODUCT[dtype]
     tasks = _tasks(nb, m, k, n)
     if tasks > 1:
-        rows = -(-(-(-m // MR)) // tasks) * MR  # the most rows of one task
-        task_bytes = _serial_work_bytes(dtype, rows, k, n, 1)
-        work = scratch_address("serial_product", task_bytes * tasks)
+        task_bytes, work = _split_work(dtype, m, k, n, 1, tasks)
         with _first_compile(("split", dtype)), ieee_state():
             split(out, a, b, addend, work, task_bytes, tasks, nb, m, k, n, a_layout, b_layout, addend_kind)
         return
@@ -717,6 +715,15 @@ def _first_compile(key):
         return contextlib.nullcontext()
     _SERIAL_LOADED.add(key)
     return slp_vectorize()
+
+
+def _split_work(dtype, m, k, n, outputs, tasks):
+    """(bytes per task, address) of this thread's scratch for `tasks` work
+    areas of a split serial kernel, each sized for the most row panels that
+    one task gets."""
+    panels = -(-m // MR)
+    task_bytes = _serial_work_bytes(dtype, -(-panels // tasks) * MR, k, n, outputs)
+    return task_bytes, scratch_address("serial_product", task_bytes * tasks)
 
 
 def _serial_work_bytes(dtype, m, k, n, outputs):
@@ -956,9 +963,7 @@ def serial_tree_product(dtype, out, at, bm, first, counts, nodes, samples, group
     serial, split = _SERIAL_TREE_PRODUCT[dtype]
     tasks = _tasks(samples * groups, m, k, n)
     if tasks > 1:
-        rows = -(-(-(-m // MR)) // tasks) * MR
-        task_bytes = _serial_work_bytes(dtype, rows, k, n, slots)
-        work = scratch_address("serial_product", task_bytes * tasks)
+        task_bytes, work = _split_work(dtype, m, k, n, slots, tasks)
         with _first_compile(("tree split", dtype)), ieee_state():
             split(out, at, bm, work, task_bytes, tasks, first, counts, nodes, samples, groups, k, m, n, slots)
         return
