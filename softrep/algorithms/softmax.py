@@ -23,9 +23,9 @@ exp(z) in its output for the sum, then recomputes z = sub(x, m) (the same
 rounding) for the final subtraction.
 
 exp is evaluated by its branch-free fast path over the whole row first (a
-loop that vectorises), noting whether it left any element undecided; only
-then is the row walked again with the correctly rounded scalar function,
-which returns the fast path's result wherever it decides.  So every element
+loop that vectorises), which marks the elements it leaves undecided with
+`undecided`, a NaN no result has; only then, and only at the marked
+elements, does the correctly rounded scalar function run.  So every element
 is exp(z) correctly rounded, as the elementwise op computes it.
 
 Scratch: `partials` holds at least ceil(n / BLOCK) elements of the row's
@@ -36,7 +36,7 @@ import numpy as np
 from numba.core import types as _types
 
 from ..primitives.jit import by_type
-from ..primitives.rounding import canonical, div_rn, jitable, mul_rn, negate, sub_rn, zero
+from ..primitives.rounding import canonical, div_rn, is_undecided, jitable, mul_rn, negate, sub_rn, undecided, zero
 from .math.exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .math.log import log_f32, log_f64
 from .reduction import key_value, narrow_key, row_sum, widen_key
@@ -81,17 +81,15 @@ def row_max(x):
 def shifted_exp(e, x, m):
     """e[k] = exp(sub(x[k], m)) for every k, correctly rounded."""
     n = x.shape[0]
-    undecided = np.uint32(0)
+    marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(sub_rn(x[k], m))
-        e[k] = r
-        undecided |= np.uint32(0) if ok else np.uint32(1)
-    if undecided:
+        e[k] = r if ok else undecided(r)
+        marked |= np.uint32(0) if ok else np.uint32(1)
+    if marked:
         for k in range(n):
-            z = sub_rn(x[k], m)
-            r, ok = exp_decide(z)
-            if not ok:
-                e[k] = exp_rn(z)
+            if is_undecided(e[k]):
+                e[k] = exp_rn(sub_rn(x[k], m))
 
 
 @jitable
@@ -130,15 +128,14 @@ def log_softmax_grad_row(dx, g, out, partials):
     """dx = sub(g, mul(exp(out), sum(g)))."""
     n = g.shape[0]
     s = row_sum(g, partials)
-    undecided = np.uint32(0)
+    marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(out[k])
-        dx[k] = canonical(sub_rn(g[k], mul_rn(r, s)))
-        undecided |= np.uint32(0) if ok else np.uint32(1)
-    if undecided:
+        dx[k] = canonical(sub_rn(g[k], mul_rn(r, s))) if ok else undecided(r)
+        marked |= np.uint32(0) if ok else np.uint32(1)
+    if marked:
         for k in range(n):
-            r, ok = exp_decide(out[k])
-            if not ok:
+            if is_undecided(dx[k]):
                 dx[k] = canonical(sub_rn(g[k], mul_rn(exp_rn(out[k]), s)))
 
 

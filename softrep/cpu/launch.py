@@ -26,10 +26,7 @@ from numba.core.extending import intrinsic
 
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.jit import KernelRegistry
-from ..primitives.rounding import bitcast, canonical
-
-UNDECIDED_BITS = np.uint32(0x7FC00001)  # a quiet NaN, but not the canonical one
-UNDECIDED_BITS64 = np.uint64(0x7FF8000000000001)  # the same for float64
+from ..primitives.rounding import canonical, is_undecided, undecided
 
 FLOATS = (types.float32, types.float64)
 
@@ -303,12 +300,15 @@ def prefer_host_vectors(typingctx):
     return types.none(), codegen
 
 
-def _decided_chunk(f, fast, marker, nin=1, fast2=None):
+def _decided_chunk(f, fast, nin=1, fast2=None):
     """`chunk(out, x, lo, hi)` (nin = 2: `chunk(out, x, y, lo, hi)`) of the
     decided-first launcher for one dtype: `fast` over [lo, hi), undecided
-    elements marked in `out` itself by the dtype's `marker` bits (a NaN
-    payload that no result has: every NaN result is canonical, so no flag
-    array is allocated), then `f` on the marked ones only.
+    elements marked in `out` itself by the `undecided` NaN (a payload that
+    no result has: every NaN result is canonical, so no flag array is
+    allocated), then `f` on the marked ones only.  A NaN that `fast`
+    decides is marked too, and `f` canonicalises it: the comparison r == r
+    costs the vector loop less than canonicalising every result (a bit test
+    and a select on each element).
 
     Compiled on its own (Numba does not vectorise a loop nested in a prange
     body), with unsigned indices (a signed one gets negative-index wraparound
@@ -324,49 +324,53 @@ def _decided_chunk(f, fast, marker, nin=1, fast2=None):
 
         def chunk(out, x, lo, hi):
             prefer_host_vectors()
-            undecided = np.uint32(0)
+            pending = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i])
-                out[i] = canonical(r) if ok else bitcast(marker)
-                undecided |= np.uint32(0) if ok else np.uint32(1)
-            if undecided:
-                undecided = np.uint32(0)
+                ok = ok & (r == r)
+                out[i] = r if ok else undecided(r)
+                pending |= np.uint32(0) if ok else np.uint32(1)
+            if pending:
+                pending = np.uint32(0)
                 for i in range(np.uint64(lo), np.uint64(hi)):
-                    marked = bitcast(out[i]) == marker
+                    marked = is_undecided(out[i])
                     r, ok = fast2(x[i])
-                    out[i] = canonical(r) if marked and ok else out[i]
-                    undecided |= np.uint32(1) if marked and not ok else np.uint32(0)
-            if undecided:
+                    ok = ok & (r == r)
+                    out[i] = r if marked and ok else out[i]
+                    pending |= np.uint32(1) if marked and not ok else np.uint32(0)
+            if pending:
                 for i in range(np.uint64(lo), np.uint64(hi)):
-                    if bitcast(out[i]) == marker:
+                    if is_undecided(out[i]):
                         out[i] = canonical(f(x[i]))
 
     elif nin == 1:
 
         def chunk(out, x, lo, hi):
             prefer_host_vectors()
-            undecided = np.uint32(0)
+            pending = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i])
-                out[i] = canonical(r) if ok else bitcast(marker)
-                undecided |= np.uint32(0) if ok else np.uint32(1)
-            if undecided:
+                ok = ok & (r == r)
+                out[i] = r if ok else undecided(r)
+                pending |= np.uint32(0) if ok else np.uint32(1)
+            if pending:
                 for i in range(np.uint64(lo), np.uint64(hi)):
-                    if bitcast(out[i]) == marker:
+                    if is_undecided(out[i]):
                         out[i] = canonical(f(x[i]))
 
     else:
 
         def chunk(out, x, y, lo, hi):
             prefer_host_vectors()
-            undecided = np.uint32(0)
+            pending = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i], y[i])
-                out[i] = canonical(r) if ok else bitcast(marker)
-                undecided |= np.uint32(0) if ok else np.uint32(1)
-            if undecided:
+                ok = ok & (r == r)
+                out[i] = r if ok else undecided(r)
+                pending |= np.uint32(0) if ok else np.uint32(1)
+            if pending:
                 for i in range(np.uint64(lo), np.uint64(hi)):
-                    if bitcast(out[i]) == marker:
+                    if is_undecided(out[i]):
                         out[i] = canonical(f(x[i], y[i]))
 
     return njit(cache=True, error_model="numpy")(chunk)
@@ -399,9 +403,9 @@ def _decided_first(f, nin, fast, fast64=None, fast2=None):
     it cannot decide (and/or whose float64 version has such a companion
     `fast64`).  Per chunk of CHUNK elements, a first loop runs only `fast`,
     which is branch-free and vectorises, and notes whether any element is
-    undecided; only such a chunk (about 2^-21 of the inputs are undecided for
-    the math functions: a handful of chunks) is walked again, while it is
-    still in cache, computing `f` there.  So out[i] = f(x[i]) for every i,
+    undecided; only such a chunk (2^-21 of the inputs are undecided for most
+    math functions, 2^-15 for exp and sigmoid: one chunk in four) is walked
+    again, while it is still in cache, computing `f` at the marked elements.  So out[i] = f(x[i]) for every i,
     exactly as the one-loop launcher computes it (`f` returns `fast`'s result
     whenever `fast` decides: softrep/math/__init__.py).  A float32 kernel
     with a second step `fast2` (one input) runs it over such a chunk
@@ -411,10 +415,10 @@ def _decided_first(f, nin, fast, fast64=None, fast2=None):
     chunks = {}
     two_loops = two_loops64 = None
     if fast is not None:
-        chunks[np.dtype(np.float32)] = _decided_chunk(f, fast, UNDECIDED_BITS, nin, fast2)
+        chunks[np.dtype(np.float32)] = _decided_chunk(f, fast, nin, fast2)
         two_loops = _chunked(chunks[np.dtype(np.float32)], nin)
     if fast64 is not None:
-        chunks[np.dtype(np.float64)] = _decided_chunk(f, fast64, UNDECIDED_BITS64, nin)
+        chunks[np.dtype(np.float64)] = _decided_chunk(f, fast64, nin)
         two_loops64 = _chunked(chunks[np.dtype(np.float64)], nin)
 
     def run(out, *inputs):

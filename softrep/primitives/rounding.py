@@ -23,7 +23,8 @@ Each name is a stub with three implementations:
   which is what Numba's CUDA simulator runs.
 
 The module also holds the few non-arithmetic helpers every kernel needs:
-`canonical` (NaN -> the canonical quiet NaN), `is_nan`, and the float32 and
+`canonical` (NaN -> the canonical quiet NaN), `is_nan`, the undecided marker
+of the two-pass fast paths (`undecided`, `is_undecided`), and the float32 and
 float64 constants kernels use (Numba types a bare float literal as float64).
 """
 
@@ -156,6 +157,33 @@ def canonical(x):
 
 
 by_type(canonical, {_types.float32: canonical32, _types.float64: canonical64})
+
+
+# A quiet NaN with a payload no result has (every NaN a kernel stores is
+# canonical): it marks, in an output buffer, an element that a branch-free
+# fast path left undecided, so that a second pass finds the few it must
+# compute again without a flag array and without evaluating the fast path
+# twice.
+UNDECIDED_BITS32 = np.uint32(0x7FC00001)
+UNDECIDED_BITS64 = np.uint64(0x7FF8000000000001)
+
+
+def undecided(x):
+    """The undecided marker in the type of x."""
+    return bitcast(UNDECIDED_BITS32 if isinstance(x, np.float32) else UNDECIDED_BITS64)
+
+
+by_type(undecided, {_types.float32: lambda x: bitcast(UNDECIDED_BITS32),
+                    _types.float64: lambda x: bitcast(UNDECIDED_BITS64)})
+
+
+def is_undecided(x):
+    """Whether x is the undecided marker (its bits; no other NaN is)."""
+    return bitcast(x) == (UNDECIDED_BITS32 if isinstance(x, np.float32) else UNDECIDED_BITS64)
+
+
+by_type(is_undecided, {_types.float32: lambda x: bitcast(x) == UNDECIDED_BITS32,
+                       _types.float64: lambda x: bitcast(x) == UNDECIDED_BITS64})
 
 
 def one(x):
