@@ -187,15 +187,17 @@ def test_cbrt_reference_is_within_half_an_ulp():
 # --------------------------------------------------------------------------- the fast paths' measured bounds
 
 
-def test_exp_core_polynomial_bound_is_measured():
+@pytest.mark.parametrize("coeffs_name, log2_bound", [("EXP_COEFFS", -55.8), ("EXP_SHORT_COEFFS", -40.2)])
+def test_exp_core_polynomial_bound_is_measured(coeffs_name, log2_bound):
     # core.py's exp_core argues from |p(r) e^-r - 1| < 2^-55.8 on |r| <=
     # EXP_R_MAX for its degree-11 polynomial with the coefficients as
-    # rounded; measured here with mpmath at 120 bits on 20001 points, the
-    # ends included (the error curve has 13 extrema on the interval).
+    # rounded, exp_core_short from < 2^-40.2 for its degree-8 one; measured
+    # here with mpmath at 120 bits on 20001 points, the ends included (the
+    # error curves have 13 and 10 extrema on the interval).
     import mpmath
     from softrep.algorithms.math import core
 
-    coeffs = core.EXP_COEFFS
+    coeffs = getattr(core, coeffs_name)
     with mpmath.workprec(120):
         a = mpmath.mpf(core.EXP_R_MAX)
         assert a > mpmath.log(2) / 2 + mpmath.mpf(2) ** -42  # the reduction's |r| fits
@@ -204,7 +206,7 @@ def test_exp_core_polynomial_bound_is_measured():
             r = -a + 2 * a * i / 20000
             p = mpmath.polyval([mpmath.mpf(float(c)) for c in coeffs[::-1]], r)
             worst = max(worst, abs(p * mpmath.exp(-r) - 1))
-    assert worst < mpmath.mpf(2) ** -55.8, float(mpmath.log(worst, 2))
+    assert worst < mpmath.mpf(2) ** log2_bound, float(mpmath.log(worst, 2))
 
 
 def test_atanh_polynomial_bound_is_measured():
@@ -268,6 +270,28 @@ def test_exp_core_relative_error_against_mpfr():
         assert worst < gmpy2.mpfr(2) ** -51.8, float(gmpy2.log2(worst))
     # the simulator runs the same source in Python: same bits
     assert all(float(exp_core(np.float64(h), np.float64(l))) == float(y) for h, l, y in zip(zh[:200], zl[:200], got))
+
+
+def test_exp_core_short_relative_error_against_mpfr():
+    # exp_core_short(z) is claimed within 2^-40.1 of e^z for |z| <= 128 (the
+    # float32 exp's and sigmoid's fast paths, which decide with the window
+    # 2^-39): random arguments over the range, near odd multiples of ln2/2
+    # (the reduction's extremes), the range's ends and near 0, against MPFR.
+    from softrep.algorithms.math.core import exp_core_short
+
+    rng = np.random.default_rng(12)
+    z = np.concatenate([rng.uniform(-128, 128, 3000), rng.uniform(-1, 1, 500) * 2.0 ** rng.integers(-60, 0, 500),
+                        (rng.integers(-369, 369, 500) + 0.5) * math.log(2) / 2 + rng.uniform(-1e-9, 1e-9, 500),
+                        [-128.0, 128.0, -120.0, -104.0, 89.0, 0.0]])
+    run = numba.njit(lambda v: np.array([exp_core_short(v[i]) for i in range(v.size)]))
+    got = run(z)
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=200):
+        for v, y in zip(z, got):
+            exact = gmpy2.exp(gmpy2.mpfr(float(v)))
+            worst = max(worst, abs((gmpy2.mpfr(float(y)) - exact) / exact))
+        assert worst < gmpy2.mpfr(2) ** -40.1, float(gmpy2.log2(worst))
+    assert all(float(exp_core_short(np.float64(v))) == float(y) for v, y in zip(z[:200], got))
 
 
 # --------------------------------------------------------------------------- output hashes
@@ -377,6 +401,32 @@ def test_special_values(name):
             assert bits(g) == 0x7FC00000, (name, x)
         else:
             assert bits(g) == bits(e), (name, x, g, e)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(M.FUNCTIONS))
+def test_nan_inputs_give_the_canonical_nan_through_the_launchers(name, dtype):
+    # NaNs with payloads -- the undecided marker among them, and the negative
+    # quiet NaN x86 produces -- at the ends of the decided-first launcher's
+    # chunks, in a parallel launch and in a serial one: every result is the
+    # canonical NaN (a fast path that decides a NaN returns its argument;
+    # the launcher hands it to the scalar kernel, which canonicalises it).
+    from softrep.cpu.launch import CHUNK
+
+    fn = M.FUNCTIONS[name]
+    if dtype == np.float64 and fn.f64 is None:
+        pytest.skip(f"{name} has no float64 kernel")
+    udtype, canon = (np.uint32, 0x7FC00000) if dtype == np.float32 else (np.uint64, 0x7FF8000000000000)
+    payloads = (np.array([0x7FC00001, 0xFFC00000, 0x7FA00001, 0xFFC00123], np.uint32) if dtype == np.float32 else
+                np.array([0x7FF8000000000001, 0xFFF8000000000000, 0x7FF4000000000001, 0xFFF8000000000123], np.uint64))
+    for n in (3 * CHUNK + 5, 37):
+        xs = np.full(n, 0.75, dtype)
+        spots = [0, n - 1, min(CHUNK - 1, n - 2), min(CHUNK, n - 3)]
+        xs[spots] = payloads.view(dtype)
+        args = [torch.from_numpy(xs)] + [torch.full((n,), 1.5, dtype=torch.from_numpy(xs).dtype)] * (fn.arity - 1)
+        got = fn.op(*args).numpy().view(udtype)
+        assert all(int(g) == canon for g in got[spots]), (name, [hex(int(g)) for g in got[spots]])
+        assert not np.isnan(got.view(dtype)[1])
 
 
 # --------------------------------------------------------------------------- API and autograd
@@ -547,15 +597,18 @@ def test_simulator_accurate_path():
 def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     # float32 CPU launches of these functions run <name>_fast (branch-free, so
     # the loop vectorises) over every input, then <name>_f32 where the fast
-    # path could not decide.  The saved hard cases include such inputs: the
-    # op must still round them correctly (MPFR), and the decided ones too.
+    # path could not decide.  The saved hard cases include such inputs (for
+    # exp and sigmoid, whose fast paths decide with a wide window, all of
+    # them), mixed here with ordinary ones: the op must still round them
+    # correctly (MPFR), and the decided ones too.
     import importlib
 
     from references import correctly_rounded_f32
 
     assert M.FUNCTIONS[name].kernel.decided_fast is not None
     fast = getattr(importlib.import_module(f"softrep.algorithms.math.{name}"), f"{name}_fast")
-    hard = V.load_hard_cases(name).view(np.float32)[:400]
+    ordinary = (np.random.Generator(np.random.PCG64(9)).standard_normal(100) * 4).astype(np.float32)
+    hard = np.concatenate([V.load_hard_cases(name).view(np.float32)[:400], np.abs(ordinary) if name == "log" else ordinary])
     decided = np.array([fast(x)[1] for x in hard])
     assert 0 < np.count_nonzero(~decided) < len(hard)
     got = M.FUNCTIONS[name].op(torch.from_numpy(hard.copy())).numpy()

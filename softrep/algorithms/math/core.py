@@ -16,6 +16,9 @@ Every function `<name>_f32` in softrep/math follows one scheme (CORE-MATH's):
    included.  A float32 rounding boundary falls in the window for about 2^-21
    of the inputs (the window is 2^-45 wide relatively, float32 boundaries are
    2^-24 apart relatively), i.e. a few thousand of the 2^32 inputs.
+   `round_if_within` takes other windows: exp's and sigmoid's fast paths,
+   from `exp_core_short` (< 2^-40.1), decide with 2^-39, which leaves about
+   2^-15 of their inputs undecided.
 
 3. **Accurate path in double-double** for those inputs: `exp_dd` and `log_dd`
    below (relative error below 2^-92, argued there), and the functions derived
@@ -73,6 +76,11 @@ SHIFT = F64(6755399441055744.0)
 # Window of the rounding test: 1 -+ 2^-46 (both exact doubles).
 WINDOW_LO = F64(1.0 - 2.0**-46)
 WINDOW_HI = F64(1.0 + 2.0**-46)
+# The wider window of the fast paths built on `exp_core_short` (errors below
+# 2^-40): 1 -+ 2^-39.  A float32 rounding boundary falls in it for about 2^-15 of the
+# inputs.
+WIDE_WINDOW_LO = F64(1.0 - 2.0**-39)
+WIDE_WINDOW_HI = F64(1.0 + 2.0**-39)
 SCALE_DOWN_8 = F64(2.0**-8)
 
 def _dd_const(q):
@@ -166,12 +174,20 @@ def clamp(x, lo, hi):
     return lo if x < lo else (hi if x > hi else x)
 
 @jitable
-def round_if_safe(y):
-    """(float32 nearest y, True) if every value within 2^-46 |y| of y rounds to
-    the same float32, else (that float32, False).  y finite or infinite, not NaN."""
-    lo = np.float32(mul_rn(y, WINDOW_LO))
-    hi = np.float32(mul_rn(y, WINDOW_HI))
+def round_if_within(y, window_lo, window_hi):
+    """(float32 nearest y, True) if every value within w |y| of y rounds to the
+    same float32, for the window 1 -+ w given as (window_lo, window_hi), both
+    exact doubles; else (that float32, False).  y finite or infinite, not NaN.
+    Each product rounds by at most 2^-53 relatively, which the callers'
+    margins between their error bound and w absorb."""
+    lo = np.float32(mul_rn(y, window_lo))
+    hi = np.float32(mul_rn(y, window_hi))
     return lo, lo == hi
+
+@jitable
+def round_if_safe(y):
+    """`round_if_within` the window 2^-46 of fast paths with an error below 2^-49."""
+    return round_if_within(y, WINDOW_LO, WINDOW_HI)
 
 @jitable
 def dd_to_f32(hi, lo):
@@ -360,6 +376,41 @@ def exp_core(zh, zl):
     r = fma_rn(negate(kd), LN2_L, r)
     r = add_rn(r, zl)
     p = horner(EXP_COEFFS, r)
+    scale = np.int64(bitcast(t)) << _EXPONENT_SHIFT
+    return bitcast(np.uint64(np.int64(bitcast(p)) + scale))
+
+# e^r on |r| <= EXP_R_MAX to about 2^-40 only, for the fast paths that decide
+# with the wide window (float32 exp and sigmoid): a degree-8 minimax
+# polynomial for the relative error (Remez exchange on e^r, at 200 bits with
+# mpmath), each coefficient rounded to nearest double, lowest degree first.
+# As rounded, |p(r) e^-r - 1| < 2^-40.2 on the interval (measured in
+# tests/test_mathlib.py).  Three fmas fewer than EXP_COEFFS.
+EXP_SHORT_COEFFS = coefficient_tuple(float.fromhex(h) for h in (
+    "0x1.ffffffffff799p-1", "0x1.ffffffffd5387p-1", "0x1.00000000887e4p-1", "0x1.555555a0bae57p-3",
+    "0x1.55555404107f2p-5", "0x1.11108266e9b70p-7", "0x1.6c18b436c9a9ep-10", "0x1.a1a8812afdcdfp-13",
+    "0x1.9eda43d6713f5p-16"))
+
+
+@jitable
+def exp_core_short(z):
+    """e^z for |z| <= 128 (a widened float32 argument, limited by the caller),
+    relative error < 2^-40.1: `exp_core` with a shorter reduction and
+    polynomial, for the wide-window fast paths (exp's and sigmoid's).
+
+    Reduction.  t and k as in exp_core, |k| <= 185.  r = z - k LN2_H by one
+    fma (at most 2^-55, half an ulp of a value below 1/2), with LN2_H alone:
+    LN2_H misses ln2 by < 2^-55.3, so k LN2_H misses k ln2 by < 185 * 2^-55.3
+    < 2^-47.7.  |r| < ln2/2 + 2^-45 <= EXP_R_MAX, and e^r is off by < 2^-47.6
+    relatively.
+
+    Polynomial.  p(r) misses e^r by < 2^-40.2 (the fit above); Horner rounds
+    as in exp_core, < 1.42 * 2^-53.  Scaling by 2^k is exact, as there.
+
+    Total < 2^-40.2 + 2^-47.6 + 2^-52.5 < 2^-40.1."""
+    t = fma_rn(z, INV_LN2, SHIFT)
+    kd = sub_rn(t, SHIFT)
+    r = fma_rn(negate(kd), LN2_H, z)
+    p = horner(EXP_SHORT_COEFFS, r)
     scale = np.int64(bitcast(t)) << _EXPONENT_SHIFT
     return bitcast(np.uint64(np.int64(bitcast(p)) + scale))
 

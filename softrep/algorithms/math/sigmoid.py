@@ -6,8 +6,11 @@ for x < -103.97.  For x > 17.33, t < 2^-25 and the result rounds to 1.  The
 fast path evaluates |x| limited to 120, whose results (+0 and 1) are those of
 everything beyond.
 
-Fast path: t = exp_core(-|x|) (< 2^-50.5); 1 + t and the division round once
-each, no cancellation: < 2^-49.5.
+Fast path: t = exp_core_short(-|x|), t (1 + e) with |e| < 2^-40.1; 1 + t and
+the division round once each.  t's error moves 1/(1 + t) by a factor
+1 - e t/(1 + t) and t/(1 + t) by 1 + e/(1 + t) (to first order; t <= 1), so by
+at most 2^-40.1; with the two roundings < 2^-40.1 + 2^-52 < 2^-40, decided by
+`round_if_within` the wide window 2^-39.
 Accurate path: the same in double-double from exp_dd (< 2^-91).
 
 float64 (`sigmoid_f64`, correctly rounded; scheme: multiword.py): t = e^-|x| =
@@ -35,8 +38,8 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
-from .core import (abs32, signbit32, F64, NAN32, NEG_ZERO, ONE, ZERO, dd_add, dd_div, dd_to_f32, fast_two_sum,
-                   exp_core, exp_dd, pow2, round_if_safe)
+from .core import (abs32, signbit32, F64, NAN32, ONE, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, dd_add, dd_div,
+                   dd_to_f32, fast_two_sum, exp_core_short, exp_dd, pow2, round_if_within)
 from .exact64 import bracket_err
 from .trig64 import dd_div_fast
 from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
@@ -51,13 +54,13 @@ def sigmoid_fast(x):
     fast path cannot decide.  Branch-free: |x| is limited to SIGMOID_HI by a
     select (sigmoid(+-120) rounds to 1 and +0, as everything beyond does; a
     NaN passes through, fails the rounding test and is left to
-    sigmoid_f32); exp_core's low word is -0, as in exp_fast."""
+    sigmoid_f32)."""
     inline_into_callers()
     a = abs32(x)
     a = SIGMOID_HI if a > SIGMOID_HI else a
-    t = exp_core(negate(F64(a)), NEG_ZERO)
+    t = exp_core_short(negate(F64(a)))
     num = t if signbit32(x) else ONE
-    return round_if_safe(div_rn(num, add_rn(ONE, t)))
+    return round_if_within(div_rn(num, add_rn(ONE, t)), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
 
 
 @jitable
