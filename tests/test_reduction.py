@@ -444,8 +444,8 @@ def jitted_row_sum():
     return row_sum
 
 
-ROW_SUM_LENGTHS = [1, 2, 64, 127, 128, 129, 255, 256, 300, 640, 1000, 1023, 1024, 1025, 8 * 128 + 7,
-                   15 * 128, 15 * 128 + 1, 16 * 128, 16 * 128 + 100, 3000]
+ROW_SUM_LENGTHS = [1, 2, 8, 64, 127, 128, 129, 136, 255, 256, 300, 640, 1000, 1023, 1024, 1025, 8 * 128 + 7,
+                   8 * 128 + 8, 15 * 128, 15 * 128 + 1, 16 * 128, 16 * 128 + 100, 3000]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -455,8 +455,10 @@ def test_row_sum_follows_the_order_for_every_group_shape(dtype, jitted_row_sum):
     # and spare chains that are discarded: whole groups, groups of 1 to 7
     # blocks, a short last block or a whole one, and a reversed (negative
     # stride) row, compiled and in Python (the simulator's path), against the
-    # reference's left-to-right blocks and tree.  NaN payloads, infinities
-    # and signed zeros ride along.
+    # reference's left-to-right blocks and tree.  Compiled float32 rows of a
+    # length that is a multiple of 8 take the vector tiles
+    # (`row_partials_tiles`), the others the scalar chains.  NaN payloads,
+    # infinities and signed zeros ride along.
     for n in ROW_SUM_LENGTHS:
         vals = wide_values(n, (n,), torch.float32 if dtype == np.float32 else torch.float64).numpy()
         if n > 200:

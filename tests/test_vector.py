@@ -157,6 +157,22 @@ def test_transpose_and_load_store_move_bits_unchanged():
     assert not moved[:11].any() and not moved[19:].any()
 
 
+@numba.njit
+def _lanes(a, out):
+    v = V.load_f32x8(a, 0)
+    for j in range(LANES):
+        out[j] = V.lane_f32x8(v, j)
+
+
+def test_lane_extraction_moves_bits_unchanged():
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 2**32, LANES, dtype=np.uint64).astype(np.uint32).view(F32)  # NaN payloads included
+    out = np.zeros(LANES, dtype=F32)
+    _lanes(a, out)
+    np.testing.assert_array_equal(out.view(np.uint32), a.view(np.uint32))
+    assert [V.lane_f32x8(a, j).view(np.uint32) for j in range(LANES)] == list(a.view(np.uint32))
+
+
 def test_python_semantics_reject_bad_arguments():
     v = np.zeros(LANES, dtype=F32)
     with pytest.raises(TypeError, match="float32x8"):
@@ -165,3 +181,5 @@ def test_python_semantics_reject_bad_arguments():
         V.load_f32x8(np.zeros((2, 8), dtype=F32), 0)
     with pytest.raises(IndexError, match="argument 'i'"):
         V.load_f32x8(np.zeros(10, dtype=F32), 3)
+    with pytest.raises(IndexError, match="argument 'j'"):
+        V.lane_f32x8(v, 8)

@@ -70,9 +70,9 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba.core import types as _types
 
-from ..primitives.jit import bitcast, by_type, inline_into_callers
+from ..primitives.jit import bitcast, by_target, by_type, inline_into_callers
 from ..primitives.rounding import NAN32, NAN64, ZERO32, ZERO64, add_rn, canonical, div_rn, jitable, mul_rn, sub_rn
-from ..primitives.vector import LANES, add_rn_f32x8, load_f32x8, store_f32x8
+from ..primitives.vector import LANES, add_rn_f32x8, lane_f32x8, load_f32x8, store_f32x8, transpose_f32x8
 
 BLOCK = 128  # terms per block partial
 STACK = 64  # stack entries for tree_push / stream_add (63 levels + the open block)
@@ -166,7 +166,7 @@ def eight_short_row_sums(x, first, n, divisor):
 
 
 @jitable
-def row_partials(x, p):
+def row_partials_scalar(x, p):
     """p[j] = the partial of block j of the 1-D array x (any stride), for every
     block j < ceil(n / BLOCK): each begun with its first element and extended
     left to right; returns the block count.
@@ -208,6 +208,89 @@ def row_partials(x, p):
         for c in range(_U[0], last - j):
             p[j + c] = parts[c]
     return np.int64(nb)
+
+
+@jitable
+def _advance_tiles(x, bases, k0, k1, v):
+    """`_advance_eight` with the eight chains as the lanes of one float32x8
+    vector v: lane c extended by x[bases[c] + k] for k = k0, ..., k1 - 1 in
+    order, one transposed 8 x 8 tile (8 consecutive elements of each chain)
+    at a time; k1 - k0 a multiple of LANES, x float32, C-contiguous."""
+    inline_into_callers()
+    b0, b1, b2, b3, b4, b5, b6, b7 = bases
+    for k in range(k0, k1, _U[LANES]):
+        c0, c1, c2, c3, c4, c5, c6, c7 = transpose_f32x8(
+            load_f32x8(x, b0 + k), load_f32x8(x, b1 + k), load_f32x8(x, b2 + k), load_f32x8(x, b3 + k),
+            load_f32x8(x, b4 + k), load_f32x8(x, b5 + k), load_f32x8(x, b6 + k), load_f32x8(x, b7 + k))
+        v = add_rn_f32x8(add_rn_f32x8(add_rn_f32x8(add_rn_f32x8(v, c0), c1), c2), c3)
+        v = add_rn_f32x8(add_rn_f32x8(add_rn_f32x8(add_rn_f32x8(v, c4), c5), c6), c7)
+    return v
+
+
+@jitable
+def row_partials_tiles(x, p):
+    """`row_partials_scalar` of a float32 C-contiguous row whose length is a
+    multiple of LANES (every block length then is too), each group's eight
+    chains the lanes of one vector: the same bases, the same spare chains,
+    the same additions in the same order, eight columns per step.  The
+    chains begin with their first elements (column 0 of the first tile)."""
+    n = np.uint64(x.shape[0])
+    nb = (n + _UBLOCK - _U[1]) // _UBLOCK
+    for j in range(_U[0], nb, _U[8]):
+        last = min(j + _U[8], nb) - _U[1]
+        b0 = j * _UBLOCK
+        if j == last:
+            q = x[b0]
+            for k in range(b0 + _U[1], n):
+                q = add_rn(q, x[k])
+            p[j] = q
+            continue
+        short = n - last * _UBLOCK
+        bases = (b0, min(j + _U[1], last) * _UBLOCK, min(j + _U[2], last) * _UBLOCK, min(j + _U[3], last) * _UBLOCK,
+                 min(j + _U[4], last) * _UBLOCK, min(j + _U[5], last) * _UBLOCK, min(j + _U[6], last) * _UBLOCK,
+                 last * _UBLOCK)
+        c0, c1, c2, c3, c4, c5, c6, c7 = transpose_f32x8(
+            load_f32x8(x, bases[0]), load_f32x8(x, bases[1]), load_f32x8(x, bases[2]), load_f32x8(x, bases[3]),
+            load_f32x8(x, bases[4]), load_f32x8(x, bases[5]), load_f32x8(x, bases[6]), load_f32x8(x, bases[7]))
+        v = add_rn_f32x8(add_rn_f32x8(add_rn_f32x8(add_rn_f32x8(c0, c1), c2), c3), c4)
+        v = add_rn_f32x8(add_rn_f32x8(add_rn_f32x8(v, c5), c6), c7)
+        v = _advance_tiles(x, bases, _U[LANES], min(short, _UBLOCK), v)
+        p[last] = lane_f32x8(v, 7)
+        if short < _UBLOCK:
+            whole = (b0, bases[1] if j + _U[1] < last else b0, bases[2] if j + _U[2] < last else b0,
+                     bases[3] if j + _U[3] < last else b0, bases[4] if j + _U[4] < last else b0,
+                     bases[5] if j + _U[5] < last else b0, bases[6] if j + _U[6] < last else b0, b0)
+            v = _advance_tiles(x, whole, short, _UBLOCK, v)
+        for c in range(_U[0], last - j):
+            p[j + c] = lane_f32x8(v, c)
+    return np.int64(nb)
+
+
+@jitable
+def row_partials_dispatch(x, p):
+    """`row_partials_tiles` where the row's length allows, else the scalar chains."""
+    if x.shape[0] % LANES == 0:
+        return row_partials_tiles(x, p)
+    return row_partials_scalar(x, p)
+
+
+def row_partials(x, p):
+    """p[j] = the partial of block j of the 1-D array x (any stride), for every
+    block j < ceil(n / BLOCK), as `row_partials_scalar` computes them; returns
+    the block count.  CPU kernels of float32 C-contiguous rows take
+    `row_partials_tiles` (the same additions, eight chains per vector) when
+    the length is a multiple of LANES."""
+    return row_partials_scalar(x, p)
+
+
+def _row_partials_cpu(arg_types):
+    x = arg_types[0]
+    if isinstance(x, _types.Array) and x.dtype == _types.float32 and x.layout == "C":
+        return row_partials_dispatch
+    return row_partials_scalar
+
+
+by_target(row_partials, cpu=_row_partials_cpu, cuda=lambda arg_types: row_partials_scalar)
 
 
 @jitable

@@ -132,6 +132,27 @@ def by_type(stub, table):
     return stub
 
 
+def by_target(stub, cpu, cuda):
+    """Give the Python function `stub` (itself the implementation that plain
+    Python and the CUDA simulator run) a compiled implementation per target:
+    `cpu(arg_types)` and `cuda(arg_types)` return a jitable function with the
+    same parameter names.  For code that one target can run faster with
+    instructions the other lacks (the CPU's vector registers), the same
+    operations in the same order."""
+    from numba.core.extending import overload as _cpu_overload
+
+    params = list(inspect.signature(stub).parameters)
+    _cpu_overload(stub, target="cpu")(with_arity(params, cpu))
+
+    def register():
+        from numba.cuda.extending import overload as _cuda_overload
+
+        _cuda_overload(stub, target="cuda")(with_arity(params, cuda))
+
+    when_cuda_ready(register)
+    return stub
+
+
 def with_arity(params, choose):
     """An overload typing function with positional parameters `params` (a count,
     or a sequence of names) that calls `choose(tuple_of_arg_types)`.

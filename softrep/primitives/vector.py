@@ -14,6 +14,8 @@ and an 8-element numpy float32 array in Python.  Its operations:
 * `transpose_f32x8(r0, ..., r7)`: the 8 columns of the 8x8 tile whose rows are
   r0..r7 (column k = [r0[k], ..., r7[k]]), by shuffles; moves bits, computes
   nothing.
+* `lane_f32x8(v, j)`: lane j of v as a float32 scalar (0 <= j < 8, not
+  checked in a kernel).
 
 The vectors exist for CPU kernels only (CUDA kernels compute one value per
 thread).  Like the scalar primitives in `softrep.primitives.rounding`, every
@@ -106,6 +108,14 @@ def transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7):
     return tuple(tile[:, k].copy() for k in range(LANES))
 
 
+def lane_f32x8(v, j):
+    """Lane j of v, a float32 scalar."""
+    _check_vector("lane_f32x8", v)
+    if not 0 <= j < LANES:
+        raise IndexError(f"lane_f32x8: argument 'j' = {j} is not a lane (0 to {LANES - 1})")
+    return np.float32(v[j])
+
+
 # --------------------------------------------------------------------------- CPU lowering
 
 
@@ -177,6 +187,18 @@ def _transpose_f32x8(typingctx, r0, r1, r2, r3, r4, r5, r6, r7):
     return result(*rows), codegen
 
 
+@intrinsic
+def _lane_f32x8(typingctx, v, j):
+    if v != float32x8 or not isinstance(j, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        at = context.cast(builder, args[1], signature.args[1], types.int32)
+        return builder.extract_element(args[0], at)
+
+    return types.float32(v, j), codegen
+
+
 @overload(add_rn_f32x8, target="cpu")
 def _ov_add_rn_f32x8(a, b):
     if a == float32x8 and b == float32x8:
@@ -199,3 +221,9 @@ def _ov_store_f32x8(a, i, v):
 def _ov_transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7):
     if all(r == float32x8 for r in (r0, r1, r2, r3, r4, r5, r6, r7)):
         return lambda r0, r1, r2, r3, r4, r5, r6, r7: _transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7)
+
+
+@overload(lane_f32x8, target="cpu")
+def _ov_lane_f32x8(v, j):
+    if v == float32x8 and isinstance(j, types.Integer):
+        return lambda v, j: _lane_f32x8(v, j)
