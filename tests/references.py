@@ -120,3 +120,14 @@ def correctly_rounded_f32(name, x):
         return verify.mpfr_f32("sigmoid", np.float32(x))[0]
     with gmpy2.context(gmpy2.ieee(32)):
         return np.float32(float(getattr(gmpy2, name)(gmpy2.mpfr(float(x)))))
+
+
+def worst_relative_error(got, exact):
+    """log2 of max |got[i] - exact(i)| / |exact(i)| over i, exact(i) an MPFR
+    value computed at 200 bits (exact: i -> gmpy2.mpfr)."""
+    worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=200):
+        for i, y in enumerate(got):
+            e = exact(i)
+            worst = max(worst, abs((gmpy2.mpfr(float(y)) - e) / e))
+        return float(gmpy2.log2(worst)) if worst else -math.inf
