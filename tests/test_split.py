@@ -10,8 +10,10 @@
 * A split that cannot be supported raises an error naming the constraint.
 """
 
+import gc
 import os
 import tempfile
+import weakref
 
 import gmpy2
 import numpy as np
@@ -324,6 +326,7 @@ UNEVEN = (5 / 64, 27 / 64, 32 / 64)  # 64 = 5 + 27 + 32
 
 def _worker(rank, world, path, jobs, results):
     dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=world)
+    group = weakref.ref(dist.group.WORLD)
     try:
         out = []
         for kind, micro, steps, resume, save in jobs:
@@ -332,6 +335,11 @@ def _worker(rank, world, path, jobs, results):
             torch.save(out, results)
     finally:
         dist.destroy_process_group()
+    gc.collect()
+    # the group's worker threads must end here: alive at interpreter shutdown,
+    # they abort the process when they release the last collective of a
+    # backward pass (softrep/distributed/__init__.py)
+    assert group() is None, "destroy_process_group left the default process group alive"
 
 
 def distributed(world, jobs):

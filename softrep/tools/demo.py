@@ -177,6 +177,8 @@ def len_train():
 def _rank_main(rank, world_size, init, device, epochs, progress, micro_batches, autocast, out):
     import torch.distributed as dist
 
+    from .. import distributed  # noqa: F401  (before init_process_group: docs/distributed.md)
+
     dist.init_process_group("gloo", init_method=f"file://{init}", rank=rank, world_size=world_size)
     try:
         result = run(device, epochs=epochs, progress=progress, world_size=world_size, rank=rank,
