@@ -15,6 +15,7 @@ import torch
 import softrep
 from softrep.cpu import launch as cpu_launch
 from softrep.cpu import linalg as cpu_linalg
+from softrep.cpu import reduce as cpu_reduce
 from softrep.ops import backend
 from softrep.ops import elementwise as E
 from softrep.ops import summation
@@ -208,6 +209,7 @@ def test_one_thread_launches_give_the_parallel_bits(op, monkeypatch):
     small = op(x)  # at most SERIAL_WORK: one thread
     monkeypatch.setattr(backend, "SERIAL_WORK", -1)
     monkeypatch.setattr(cpu_launch, "SERIAL_MAX", -1)
+    monkeypatch.setattr(cpu_reduce, "SERIAL_MAX", -1)  # the reductions' light path reads its own name
     monkeypatch.setattr(cpu_linalg, "SERIAL_FMAS", -1)
     for spec in E.SPECS.values():
         for cpu_run, _ in spec.launchers.values():

@@ -225,7 +225,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return _sum(input, dim, keepdim, dtype=dtype)
 
 
-def light_rows(input, dims, keepdim, limit=cpu_reduce.SERIAL_MAX):
+def light_rows(input, dims, keepdim, limit):
     """(numpy dtype, M, n, output shape) when reducing `dims` of `input` may
     take the light path (`backend.light_dtype`: a plain contiguous CPU tensor,
     nothing to record), the reduced dims are its trailing ones, so that they
@@ -253,7 +253,7 @@ def light_sum(input, dims, keepdim, divisor=None):
     `light_column_sum` for leading dims), or None where that path does not
     apply.  With a `divisor` (the mean's n), the sum divided by it (div_rn,
     in the same kernel) over trailing dims, and None for leading ones."""
-    light = light_rows(input, dims, keepdim)
+    light = light_rows(input, dims, keepdim, limit=cpu_reduce.SERIAL_MAX)
     if light is None:
         return light_column_sum(input, dims, keepdim) if divisor is None else None
     numpy_dtype, m, n, out_shape = light
