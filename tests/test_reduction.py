@@ -707,14 +707,19 @@ def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # COPIED_ROW_MAX (512) elements are read from a local copy of each group;
     # rows of at most one block, and uncopied rows whose stride is not a
     # multiple of 4 KB, go two groups at a time where two are left (24 x 128
-    # and 24 x 640: a pair, then one group; 16 x 1024: one at a time); the
-    # other copied rows take their whole blocks two at a time (384: a pair
-    # and one block; 200: one whole block and a partial one).  The light path's serial kernel,
-    # which small sums take, is turned off here.
+    # and 24 x 640: a pair, then one group; 16 x 1024: one at a time); a
+    # group that goes alone takes its rows' whole blocks two at a time (384:
+    # a pair and one block; 200: one whole block and a partial one; 640: two
+    # pairs and one block; 1024 and 2048: pairs only).  The light path's
+    # serial kernel, which small sums take, is turned off here.
     monkeypatch.setattr(cpu_reduce, "SERIAL_MAX", 0)
     x = wide_values(40 + m + n, (m, n), torch.float32)
     assert_bits_equal(softrep.sum(x, 1), ref_reduce(x.numpy(), (1,), ref_sum_row))
     assert_bits_equal(softrep.mean(x, 1), ref_reduce(x.numpy(), (1,), ref_mean_row))
+    # values of one magnitude too: there a swap of two elements anywhere in a
+    # block moves bits, where a larger wide value can absorb it
+    y = torch.from_numpy(np.random.default_rng(m * n).standard_normal((m, n)).astype(np.float32))
+    assert_bits_equal(softrep.sum(y, 1), ref_reduce(y.numpy(), (1,), ref_sum_row))
     x3 = x.reshape(1, m, n).expand(2, m, n).contiguous()
     assert_bits_equal(softrep.sum(x3, -1), ref_reduce(x3.numpy(), (2,), ref_sum_row))
 

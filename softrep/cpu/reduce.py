@@ -237,18 +237,11 @@ def _finish_group(out, lanes, nb, i0):
 
 
 @register_jitable
-def _eight_rows_group(out, lanes, src, base, n, i0):
-    # Rows i0 .. i0+7, held in src from src[base] on (rows of n elements).
-    nb = (n + BLOCK - 1) // BLOCK
-    for j in range(nb):
-        store_f32x8(lanes, j * LANES, _one_block(src, base + j * BLOCK, base + min(j * BLOCK + BLOCK, n), n))
-    _finish_group(out, lanes, nb, i0)
-
-
-@register_jitable
 def _eight_rows_block_pairs(out, lanes, src, base, n, i0):
-    # `_eight_rows_group` with the row's whole blocks two at a time: blocks j
-    # and j+1 of the 8 rows are two vectors whose add chains are independent
+    # Rows i0 .. i0+7, held in src from src[base] on (rows of n elements):
+    # vector j of lanes gets block j's partials of the 8 rows (`_one_block`),
+    # then their sums.  The row's whole blocks go two at a time: blocks j and
+    # j+1 of the 8 rows are two vectors whose add chains are independent
     # (each still its own block's partials, left to right); a last single or
     # partial block alone.
     nb = (n + BLOCK - 1) // BLOCK
@@ -278,7 +271,7 @@ def _two_groups(out, lanes, lanes2, src, base, n, i0):
     # Rows i0 .. i0+15, held in src from src[base] on (rows of n elements):
     # the groups of rows i0 .. i0+7 and i0+8 .. i0+15 side by side, block by
     # block, each its own vector of partials (lanes, lanes2: their scratch).
-    # Each lane's additions are those of `_eight_rows_group`; the two chains
+    # Each lane's additions are those of `_eight_rows_block_pairs`; the two chains
     # are independent, so one's adds do not wait for the other's (a chain
     # of 8 lanes alone is bound by the latency of its adds).
     nb = (n + BLOCK - 1) // BLOCK
@@ -351,8 +344,11 @@ def eight_rows_f32(out, lanes, flat, n, g0, g1):
         for t in range(pairs):
             g = g0 + 2 * t
             _two_groups(out, lanes, lanes2, flat, g * LANES * n, n, g * LANES)
+        # a group alone still has two chains: its blocks two at a time (the
+        # two blocks' tiles are 512 bytes apart, in different cache sets
+        # whatever the row stride)
         for g in range(rest, g1):
-            _eight_rows_group(out, lanes, flat, g * LANES * n, n, g * LANES)
+            _eight_rows_block_pairs(out, lanes, flat, g * LANES * n, n, g * LANES)
 
 
 # Groups of 8 rows per work item of the normalisations' row kernels
