@@ -250,7 +250,7 @@ def tree_node_of_eight(out, at, leaves, first, ld, lanes):
     of their leaves: the pairing above level 3 is the same.  Offsets
     unsigned, as in tree_carry."""
     # the rows' offsets by additions alone, as in outer_node_of_eight: with
-    # i + 2 * d the loads of a row are gathers, and the loop runs 15 times slower
+    # i + 2 * d the loads of a row are gathers (docs/benchmarks.md)
     o, d = np.uint64(at), np.uint64(ld)
     f0 = np.uint64(first)
     f1 = f0 + d
