@@ -300,6 +300,49 @@ def prefer_host_vectors(typingctx):
     return types.none(), codegen
 
 
+MARK_BLOCK = 64  # elements the marked pass tests at once
+
+
+def _marked_pass(f, nin):
+    """`finish(out, x, lo, hi)` (nin = 2: `finish(out, x, y, lo, hi)`): out[i] =
+    f(x[i]) wherever out[i] holds the `undecided` marker, for lo <= i < hi.
+    The decided-first launcher's second pass.  It tests MARK_BLOCK elements
+    at a time in a vectorised loop and walks only the blocks that hold a
+    mark: a chunk that holds any usually holds one or two (about 2^-14 of
+    the inputs are undecided in the float64 exponentials' first step, 2^-15
+    in float32 exp's and sigmoid's), and an element-by-element test is a
+    load, a comparison and a branch for every element of the chunk."""
+    block = np.uint64(MARK_BLOCK)
+
+    if nin == 1:
+
+        def finish(out, x, lo, hi):
+            for b in range(np.uint64(lo), np.uint64(hi), block):
+                e = min(b + block, np.uint64(hi))
+                marked = np.uint32(0)
+                for i in range(b, e):
+                    marked |= np.uint32(1) if is_undecided(out[i]) else np.uint32(0)
+                if marked:
+                    for i in range(b, e):
+                        if is_undecided(out[i]):
+                            out[i] = canonical(f(x[i]))
+
+    else:
+
+        def finish(out, x, y, lo, hi):
+            for b in range(np.uint64(lo), np.uint64(hi), block):
+                e = min(b + block, np.uint64(hi))
+                marked = np.uint32(0)
+                for i in range(b, e):
+                    marked |= np.uint32(1) if is_undecided(out[i]) else np.uint32(0)
+                if marked:
+                    for i in range(b, e):
+                        if is_undecided(out[i]):
+                            out[i] = canonical(f(x[i], y[i]))
+
+    return njit(cache=True, error_model="numpy")(finish)
+
+
 def _decided_chunk(f, fast, nin=1, fast2=None):
     """`chunk(out, x, lo, hi)` (nin = 2: `chunk(out, x, y, lo, hi)`) of the
     decided-first launcher for one dtype: `fast` over [lo, hi), undecided
@@ -318,7 +361,10 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
     With `fast2` (one input; `f` is "fast, else fast2, else the accurate
     path"), a chunk with undecided elements first runs `fast2`, branch-free
     too, over the whole chunk, keeping its result where the element is
-    marked and `fast2` decides, and `f` then runs where it did not."""
+    marked and `fast2` decides, and `f` then runs where it did not.
+
+    The pass of `f` is `_marked_pass`: it looks for marks a block at a time."""
+    finish = _marked_pass(f, nin)
 
     if nin == 1 and fast2 is not None:
 
@@ -339,9 +385,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
                     out[i] = r if marked and ok else out[i]
                     pending |= np.uint32(1) if marked and not ok else np.uint32(0)
             if pending:
-                for i in range(np.uint64(lo), np.uint64(hi)):
-                    if is_undecided(out[i]):
-                        out[i] = canonical(f(x[i]))
+                finish(out, x, lo, hi)
 
     elif nin == 1:
 
@@ -354,9 +398,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
                 out[i] = r if ok else undecided(r)
                 pending |= np.uint32(0) if ok else np.uint32(1)
             if pending:
-                for i in range(np.uint64(lo), np.uint64(hi)):
-                    if is_undecided(out[i]):
-                        out[i] = canonical(f(x[i]))
+                finish(out, x, lo, hi)
 
     else:
 
@@ -369,9 +411,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
                 out[i] = r if ok else undecided(r)
                 pending |= np.uint32(0) if ok else np.uint32(1)
             if pending:
-                for i in range(np.uint64(lo), np.uint64(hi)):
-                    if is_undecided(out[i]):
-                        out[i] = canonical(f(x[i], y[i]))
+                finish(out, x, y, lo, hi)
 
     return njit(cache=True, error_model="numpy")(chunk)
 
@@ -404,8 +444,9 @@ def _decided_first(f, nin, fast, fast64=None, fast2=None):
     `fast64`).  Per chunk of CHUNK elements, a first loop runs only `fast`,
     which is branch-free and vectorises, and notes whether any element is
     undecided; only such a chunk (2^-21 of the inputs are undecided for most
-    math functions, 2^-15 for exp and sigmoid: one chunk in four) is walked
-    again, while it is still in cache, computing `f` at the marked elements.  So out[i] = f(x[i]) for every i,
+    math functions, 2^-15 for float32 exp and sigmoid: one chunk in four;
+    2^-14 for float64 exp, exp2 and sigmoid: two chunks in five) is searched again,
+    while it is still in cache, computing `f` at the marked elements.  So out[i] = f(x[i]) for every i,
     exactly as the one-loop launcher computes it (`f` returns `fast`'s result
     whenever `fast` decides: softrep/math/__init__.py).  A float32 kernel
     with a second step `fast2` (one input) runs it over such a chunk
