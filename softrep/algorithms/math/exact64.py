@@ -102,9 +102,10 @@ def pow2_any(k):
 @jitable
 def bracket_err(h, l, err):
     """(RN(w_lo), RN(w_hi)) for some w_lo <= v <= w_hi, for every v within E of
-    h + l, where err >= 2 E + 2^-52 |l| (a normalized double-double h + l,
-    |l| <= 2^-50 |h|).  The inner sums l -+ err round by at most
-    2^-53 (|l| + err), which the slack covers; rounding to nearest is monotone,
+    h + l, where err >= 2 E + 2^-52 |l| (h + l need not be normalized: the
+    pairs of explog64.exp2_sum_fast have |l| up to 2^-19 |h|).  The inner sums
+    l -+ err round by at most 2^-53 (|l| + err), which the slack covers, so
+    h + RN(l - err) <= v <= h + RN(l + err); rounding to nearest is monotone,
     so when both ends are the same double, that is RN(v) -- for results in
     the normal range (they are not scaled afterwards).  Four additions: the
     cheap rounding test of the fast paths."""

@@ -13,10 +13,10 @@ argument in 2^15 is left undecided.
 Accurate path: `exp_dd(x, 0)`, relative error < 2^-92.
 
 float64 (`exp_f64`, correctly rounded; scheme: multiword.py): a fast path in
-double with two tables (explog64.exp_dd_fast, relative error < 2^-78.1) and a
-rounding test of four additions; where it cannot decide, the table-driven
-double-double exp of explog64.py with the exact rounding test, else its
-triple-double version.
+double with one table (explog64.exp_by_exp2_fast, 2^(x log2(e)) within
+2^-69.2) and a rounding test of four additions; where it cannot decide, the
+table-driven double-double exp of explog64.py with the exact rounding test,
+else its triple-double version.
 """
 
 import numpy as np
@@ -25,8 +25,7 @@ from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import jitable
 from .core import (F64, NAN32, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, clamp, dd_to_f32, exp_core_short, exp_dd,
                    round_if_within)
-from .exact64 import decide_scaled
-from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
+from .explog64 import decide_exp2_sum, exp_by_exp2_fast, exp_dd as exp_dd64, exp_td
 from .multiword import dd_error, td_round, ziv_round
 
 EXP_OVERFLOW = np.float32(89.0)
@@ -59,31 +58,29 @@ EXP64_UNDERFLOW = F64(-745.2)  # below: e^x < 2^-1075, rounds to +0
 EXP64_EPS = F64(2.0**-97)  # exp_dd's relative error is < 2^-101 (explog64.py)
 INF64 = F64(np.inf)
 # The fast path decides between these: e^x from 2^-1021.9 to 2^1023.9, normal
-# doubles, so RN(h + l) 2^q (q >= -1022: a normal power of two) is exact and
-# is RN((h + l) 2^q).  Outside (and between them and the overflow and
-# underflow thresholds) the double-double path below rounds the scaled value.
+# doubles, so RN(h + low) 2^q (explog64.scale_normal) is RN(e^x).  Outside
+# (and between them and the overflow and underflow thresholds) the
+# double-double path below rounds the scaled value.
 EXP64_FAST_LO = F64(-708.3)
 EXP64_FAST_HI = F64(709.7)
-# exp_dd_fast's relative error is < 2^-78.1 (explog64.py; measured < 2^-79.9):
-# the rounding test's window, err = 2^-74 h, is more than 2 * 2^-78.1 |h + l| +
-# 2^-52 |l| (exact64.bracket_err's condition), with a margin of 2^3.
-EXP64_FAST_EPS = F64(2.0**-74)
 
 
 @jitable
 def exp_fast64(x):
     """(exp(x) correctly rounded, True), or (anything, False) where the fast path
-    cannot decide: explog64.exp_dd_fast and a rounding test of four additions
-    (exact64.bracket_err), for -708.3 <= x <= 709.7; NaN, and beyond the
-    overflow and underflow thresholds, inf and +0.  Branch-free (out-of-range
-    arguments are replaced by 0 and their result discarded), so that the CPU
-    launcher vectorises it.  Undecided: about one argument in 2^20, and
-    -745.2 <= x < -708.3, 709.7 < x <= 709.79 (subnormal or nearly
-    overflowing results), which `exp_f64` hands to the double-double path."""
+    cannot decide: explog64.exp_by_exp2_fast (absolute error below 2^-69.2 of
+    h + low, h in [0.998, 2)) and a rounding test of four additions
+    (explog64.decide_exp2_sum, as argued there), for
+    -708.3 <= x <= 709.7; beyond the overflow and underflow thresholds, inf
+    and +0.  Branch-free (out-of-range arguments are replaced by 0 and their
+    result discarded), so that the CPU launcher vectorises it.  Undecided:
+    about one argument in 2^14, NaN, and -745.2 <= x < -708.3, 709.7 < x <=
+    709.79 (subnormal or nearly overflowing results), which `exp_f64` hands
+    to the double-double path."""
     inline_into_callers()
     inside = (x >= EXP64_FAST_LO) & (x <= EXP64_FAST_HI)
-    h, l, q = exp_dd_fast(x if inside else ZERO)
-    return decide_scaled(x, h, l, q, EXP64_FAST_EPS, inside, x > EXP64_OVERFLOW, x < EXP64_UNDERFLOW)
+    h, low, qf = exp_by_exp2_fast(x if inside else ZERO)
+    return decide_exp2_sum(h, low, qf, inside, x > EXP64_OVERFLOW, x < EXP64_UNDERFLOW)
 
 
 @jitable

@@ -11,7 +11,7 @@ Integer x gives exactly 2^x on the fast path (the reduced argument is ~2^-100
 and e^r rounds to 1), which passes the rounding test.
 
 float64 (`exp2_f64`, correctly rounded; scheme: multiword.py): first a plain
-double fast path (`exp2_fast64`: exp2_dd_fast, below, and a four-addition
+double fast path (`exp2_fast64`: explog64.exp2_sum_fast and a four-addition
 rounding test, branch-free), then, where it cannot decide: k = round(64 x)
 and t = x - k/64 are exact (64 x is exact, and 64 x - k is exact by Sterbenz's
 lemma), |t| <= 1/128; 2^x = 2^(k/64) e^(t ln2) with t ln2 formed exactly to
@@ -30,8 +30,8 @@ from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
 from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
                     two_prod)
-from .exact64 import decide_scaled
-from .explog64 import LN2_TH, LN2_TL, LN2_TM, SHIFT, exp_dd_reduced, exp_reduced_fast, exp_td_reduced
+from .explog64 import (LN2_TH, LN2_TL, LN2_TM, SHIFT, decide_exp2_sum, exp2_sum_fast, exp_dd_reduced,
+                       exp_td_reduced)
 from .multiword import dd_error, td_add, td_round, ziv_round
 
 EXP2_OVERFLOW = np.float32(128.0)
@@ -74,58 +74,32 @@ def exp2_reduce64(x):
 
 # --------------------------------------------------------------------------- the plain-double fast path
 #
-# y = 256 x is exact (a power-of-two scaling; |x| <= 1076 cannot overflow),
-# k = round(y) as a double (SHIFT: |y| < 2^18.1), and y - k is exact (both
-# are multiples of y's quantum, |y - k| <= 1/2), so t = (y - k)/256 is exact:
-# x = k/256 + t, |t| <= 2^-9, and 2^x = 2^(k/256) e^(t ln2).  t ln2 as
-# rh + rl: (rh, e) = t LN2_H exactly (two_prod), rl = RN(t LN2_L + e):
-# |rh| <= 2^-9 ln2 (1 + 2^-53) < 2^-9.52, |e| <= ulp(rh)/2 <= 2^-63,
-# |t LN2_L| < 2^-9 * 2^-55.26 = 2^-64.26, so |rl| < 2^-62.6; the fma
-# rounds by at most 2^-116 and LN2_H + LN2_L misses ln2 by < 2^-108, times
-# |t| <= 2^-9: rh + rl is t ln2 within 2^-115, a relative error of e^(t ln2)
-# below 2^-115.  These are the bounds explog64.exp_reduced_fast assumes
-# (|k| <= 256 * 1076 < 2^20, |rh| < 2^-9.5, |rl| < 2^-62.5), so (h + l) 2^q
-# is 2^x within 2^-80.1 + 2^-115 < 2^-80 relative, and the window of exp's
-# fast path (2^-74 h) serves.
-#
-# Range: for -1021.9 <= x <= 1023.9, 2^x is a normal double and (h + l) is
-# within 2^-78 of 2^x / 2^q, so RN(h + l) 2^q is exact, as in exp_fast64.
-# Integer x: t = 0, so rh = rl = 0, e^0 is formed as exactly 1 and the table
-# entries are 1: h + l = 1 exactly, decided.  For every other double x, 2^x
-# is irrational, so no other result is a double or a midpoint.
+# 2^x = (h + low) 2^q from explog64.exp2_sum_fast(x, 0) (absolute error below
+# 2^-69.2, h in [0.998, 2)), rounded by exact64.bracket_err with
+# explog64.EXP2_SUM_ERR, as argued there (explog64.decide_exp2_sum).  For -1021.9 <= x <= 1023.9, 2^x is a
+# normal double, so RN(h + low) 2^q (explog64.scale_normal) is the rounded
+# result.  Integer x: u = 0, so ah = s = 0, the table entry is 1 and h + low
+# = 1 exactly, decided.  For every other double x, 2^x is irrational, so no
+# other result is a double or a midpoint.
 
-TWO_FIFTY_SIX = F64(256.0)
-INV_TWO_FIFTY_SIX = F64(1.0 / 256.0)
 EXP2_64_FAST_LO = F64(-1021.9)
 EXP2_64_FAST_HI = F64(1023.9)
-EXP2_64_FAST_EPS = F64(2.0**-74)
-
-
-@jitable
-def exp2_dd_fast(x):
-    """(h, l, q): 2^x = (h + l) 2^q with relative error < 2^-80, for
-    |x| <= 1076, h in [0.998, 2); branch-free (the analysis is above)."""
-    y = mul_rn(x, TWO_FIFTY_SIX)
-    kd = sub_rn(add_rn(y, SHIFT), SHIFT)
-    t = mul_rn(sub_rn(y, kd), INV_TWO_FIFTY_SIX)
-    rh, e = two_prod(t, LN2_H)
-    return exp_reduced_fast(kd, rh, fma_rn(t, LN2_L, e))
 
 
 @jitable
 def exp2_fast64(x):
     """(2^x correctly rounded, True), or (anything, False) where the fast path
-    cannot decide: exp2_dd_fast and a rounding test of four additions
-    (exact64.bracket_err), for -1021.9 <= x <= 1023.9; NaN, and beyond the
+    cannot decide: explog64.exp2_sum_fast and a rounding test of four
+    additions (explog64.decide_exp2_sum), for -1021.9 <= x <= 1023.9; beyond the
     overflow and underflow thresholds, inf and +0.  Branch-free (arguments
     outside are replaced by 0 and their result discarded), so that the CPU
-    launcher vectorises it.  Undecided: about one argument in 2^20, and the
-    subnormal or nearly overflowing results, which `exp2_f64` hands to the
-    double-double path."""
+    launcher vectorises it.  Undecided: about one argument in 2^14, NaN, and
+    the subnormal or nearly overflowing results, which `exp2_f64` hands to
+    the double-double path."""
     inline_into_callers()
     inside = (x >= EXP2_64_FAST_LO) & (x <= EXP2_64_FAST_HI)
-    h, l, q = exp2_dd_fast(x if inside else ZERO64)
-    return decide_scaled(x, h, l, q, EXP2_64_FAST_EPS, inside, x >= EXP2_64_OVERFLOW, x <= EXP2_64_UNDERFLOW)
+    h, low, qf = exp2_sum_fast(x if inside else ZERO64, ZERO64)
+    return decide_exp2_sum(h, low, qf, inside, x >= EXP2_64_OVERFLOW, x <= EXP2_64_UNDERFLOW)
 
 
 @jitable

@@ -66,9 +66,11 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, LN2_H, LN2_L, dd_add, dd_div, dd_mul, fast_two_sum,
-                   log_core, log_reduce, pow2, two_prod, two_sum)
+from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, INV_LN2, INV_LN2_L, LN2_H, LN2_L, dd_add, dd_div, dd_mul,
+                   fast_two_sum, log_core, log_reduce, pow2, two_prod, two_sum)
+from .exact64 import bracket_err
 from .multiword import FIX, LN10_Q, LN2_FIX, LN2_Q, fix_fraction, td_add, td_const, td_div, td_mul
 
 F64 = np.float64
@@ -504,6 +506,7 @@ EXP8_TL = np.array([t[1] for t in _TABLE8], dtype=np.float64)
 (P3, P4, P5, P6, P7) = (F64(float(_FACT[n])) for n in range(3, 8))
 _TABLE_BITS = np.int32(8)  # 256 entries: k = 256 q + j
 _J_MASK = np.uint64(255)
+TWO_FIFTY_SIX = F64(256.0)
 
 
 @jitable
@@ -553,6 +556,147 @@ def exp_reduced_fast(kd, rh, rl):
     low = add_rn(add_rn(e, pl), fma_rn(th, lo, fma_rn(tl, a, tl)))
     h, l = fast_two_sum(h, low)
     return h, l, k >> _TABLE_BITS
+
+
+# --------------------------------------------------------------------------- 2^(yh + yl), a shorter fast path in double
+#
+# The first step of exp2, exp and sigmoid: 2^y for y = yh + yl (|yh| <= 1100,
+# |yl| <= 2^-42: yl = 0 for exp2, the low word of x log2(e) for exp and
+# sigmoid), as (h + low) 2^q with an absolute error below 2^-69.2 for h in
+# [0.998, 2), h + low not normalized (|low| < 2^-19).  Fewer operations
+# than exp_reduced_fast (which keeps the square of the reduced argument in
+# double-double, for 2^-80.1) for a weaker bound: its rounding test, with
+# err = EXP2_SUM_ERR = 2^-67, leaves about one argument in 2^14 undecided.
+#
+# Reduction: Y = 256 yh is exact (|Y| < 2^18.1); b = RN(Y + SHIFT) is SHIFT + k
+# for the integer k nearest Y (b is in [2^52, 2^53), where the spacing is 1),
+# and u = Y - (b - SHIFT) is exact (b - SHIFT = k by Sterbenz's lemma; Y - k
+# is a multiple of ulp(Y) below 1/2 in magnitude, or Y itself for k = 0), so
+# y = (k + u)/256 + yl, |u| <= 1/2, and with k = 256 q + j (0 <= j < 256)
+#
+#     2^y = 2^q 2^(j/256) e^r,  r = u ln2/256 + yl ln2,  |u ln2/256| < 2^-9.52.
+#
+# The bits of b are those of SHIFT plus k (the mantissa field counts in
+# units of 1; below 2^63): j is their low 8 bits, and (bits << 44) keeps
+# bits 8 to 19, q mod 2^12, in the top 12 bits, which as a signed integer is
+# q 2^52 (|q| < 2^11): adding that to the bits of a positive double
+# multiplies it by 2^q wherever the product is a normal double.
+#
+# The exponent: ln2/256 = C1H + C1L + c (C1H, C1L: LN2_H and LN2_L over 256,
+# exact; |c| < 2^-117).  (ah, al) = u C1H exactly (two_prod; |ah| < 2^-9.52,
+# |al| <= 2^-63), s0 = RN(yl LN2_H + RN(u C1L + al)): the inner sum (< 2^-62)
+# rounds by < 2^-115, the outer (< 2^-42.4) by < 2^-95.4, and LN2_H's own
+# error (2^-54 relative) costs |yl| 2^-54 < 2^-96.  So r = ah + d with
+# d = s0 + (< 2^-94.5), |d| < 2^-42.4.
+#
+# e^r = e^ah (1 + d) + (< d^2 < 2^-84.7), and e^ah = 1 + ah + Q, Q = ah^2 P,
+# P = 1/2 + ah/6 + ah^2/24 + ah^3/120 + ah^4/720 + (the rest < |ah|^5/5040
+# < 2^-59.9: dropping it costs < 2^-78.9).  P by Horner in double from the
+# rounded coefficients 1/n!: the last rounding (p in [0.4997, 0.5003]) is
+# < 2^-54, the earlier ones and the coefficients' are scaled by |ah|:
+# |p - P| < 2^-53.99, 2^-52.98 relative.  ah2 = RN(ah^2) (2^-53 relative), so
+# ah2 p is Q within 2^-51.99 of |Q| < 2^-20.04: < 2^-72.03.  Then
+#
+#     s = RN(s0 E1 + RN(ah2 p + s0)),  E1 = RN(ah2 p + ah) (e^ah - 1 to 2^-62),
+#
+# is Q + d (1 + ah + Q) = e^r - 1 - ah within 2^-72.03 (Q) + 2^-73.03 and
+# 2^-73.02 (the two roundings; |s| < 2^-20.02) + 2^-78.9 + 2^-84.7 + 2^-94.5
+# (+ s0 E1's own error, < 2^-42.4 2^-62) < 2^-71.0.  So e^r = 1 + ah + s +
+# (< 2^-71.0).
+#
+# The table: 2^(j/256) = TH + TL within 2^-106 relative (EXP8_TH, EXP8_TL;
+# TH in [1, 2), |TL| <= 2^-53).  T (1 + ah + s) = TH + TH ah + TH s + TL (1 + ah)
+# + TL s: (ph, pl) = TH ah exactly (two_prod; |ph| < 2^-8.52, |pl| <= 2^-62),
+# (h, e) = TH + ph exactly (fast_two_sum: |ph| < TH; |e| <= 2^-53, h in
+# [0.998, 2)), m = RN(TH s + RN(TL ah + TL)) (|m| < 2^-19.02: < 2^-72.02;
+# the inner rounding < 2^-106), low = RN(RN(e + pl) + m) (the inner sum
+# rounds by < 2^-106; |low| < 2^-19.01: < 2^-72.01), and TL s is dropped
+# (< 2^-73).  Absolute error of h + low against 2^(j/256) e^r: T times 2^-71.0
+# (T < 2: < 2^-70.0) + 2^-72.02 + 2^-72.01 + 2^-73 + 2^-104 < 2^-69.3, and the
+# same relative to the value (which is at least 0.998).
+#
+# The rounding test: exact64.bracket_err needs err >= 2 E + 2^-52 |low|, which
+# is < 2^-68.2 + 2^-71.0 < 2^-67.9 for E < 2^-69.2 (the condition holds for an
+# unnormalized pair too: the sums low -+ err round by at most 2^-53 (|low| +
+# err), which the 2^-52 |low| term covers); EXP2_SUM_ERR = 2^-67.  Measured:
+# tests/test_mathlib_f64_fast.py (the largest error seen is about 2^-70.6).
+#
+# e^x for |x| <= 746 (`exp_by_exp2_fast`): y = x log2(e) as yh + yl =
+# two_prod(x, INV_LN2) and one fma with INV_LN2_L.  The constant's two words
+# miss 1/ln2 by < 2^-106 of it (< 2^-95.9 times |x|), the fma's sum (< 2^-42.9:
+# |x INV_LN2_L| < 2^-45.9, the product's low word <= 2^-43) rounds by
+# < 2^-95.9, so y is x log2(e) within 2^-94.9, |yl| < 2^-42.9, and 2^y is e^x
+# within 2^-95.4 relative: (h + low) 2^q is e^x within 2^-69.3 + 2^-94.4 <
+# 2^-69.2, absolutely (on the scale of h) and relative to e^x, and the same
+# err serves.
+
+EXP2_SUM_ERR = F64(2.0**-67)
+_C1H = F64(LN2_H / 256.0)  # exact: a power-of-two scaling
+_C1L = F64(LN2_L / 256.0)
+_FACT2 = F64(0.5)
+_Q_FIELD_SHIFT = np.int64(44)
+_Q_FIELD = np.int64(-(1 << 52))  # the top 12 bits
+
+
+@jitable
+def exp2_sum_fast(yh, yl):
+    """(h, low, qf): 2^(yh + yl) = (h + low) 2^q within 2^-69.2 absolutely, for
+    |yh| <= 1100 and |yl| <= 2^-42, with h in [0.998, 2), |low| < 2^-19,
+    and qf = q 2^52 (an int64) for `scale_normal`; branch-free
+    (the analysis above)."""
+    inline_into_callers()
+    y = mul_rn(yh, TWO_FIFTY_SIX)
+    b = add_rn(y, SHIFT)
+    u = sub_rn(y, sub_rn(b, SHIFT))
+    ah, al = two_prod(u, _C1H)
+    s0 = fma_rn(yl, LN2_H, fma_rn(u, _C1L, al))
+    ah2 = mul_rn(ah, ah)
+    p = fma_rn(ah, P6, P5)
+    p = fma_rn(ah, p, P4)
+    p = fma_rn(ah, p, P3)
+    p = fma_rn(ah, p, _FACT2)
+    s = fma_rn(s0, fma_rn(ah2, p, ah), fma_rn(ah2, p, s0))
+    bits = bitcast(b)
+    j = bits & _J_MASK
+    th = EXP8_TH[j]
+    ph, pl = two_prod(th, ah)
+    h, e = fast_two_sum(th, ph)
+    m = fma_rn(th, s, fma_rn(EXP8_TL[j], ah, EXP8_TL[j]))
+    low = add_rn(add_rn(e, pl), m)
+    return h, low, (np.int64(bits) << _Q_FIELD_SHIFT) & _Q_FIELD
+
+
+@jitable
+def exp_by_exp2_fast(x):
+    """exp2_sum_fast's (h, low, qf) for e^x = 2^(x log2(e)), |x| <= 746: the same
+    bounds (the analysis above)."""
+    inline_into_callers()
+    yh, yl = two_prod(x, INV_LN2)
+    return exp2_sum_fast(yh, fma_rn(x, INV_LN2_L, yl))
+
+
+@jitable
+def scale_normal(v, qf):
+    """v 2^q for qf = q 2^52 from exp2_sum_fast, exactly, where v is a positive
+    double and v 2^q a normal one: q is added to the exponent field."""
+    return bitcast(np.uint64(np.int64(bitcast(v)) + qf))
+
+
+_INF = F64(np.inf)
+
+
+@jitable
+def decide_exp2_sum(h, low, qf, inside, above, below):
+    """The decision of exp2's and exp's first steps, for exp2_sum_fast's
+    (h, low, qf): RN((h + low) 2^q) by exact64.bracket_err with EXP2_SUM_ERR
+    where `inside` (where the result is a normal double), inf where `above`,
+    +0 where `below`; and whether the result is decided.  Selects only, so
+    the callers stay branch-free."""
+    lo, hi = bracket_err(h, low, EXP2_SUM_ERR)
+    r = scale_normal(lo, qf)
+    r = _INF if above else r
+    r = ZERO if below else r
+    return r, (inside & (lo == hi)) | above | below
 
 
 # --------------------------------------------------------------------------- e^a +- e^-a, fast path in double

@@ -30,8 +30,9 @@ float64 (`sigmoid_f64`, correctly rounded; scheme: multiword.py): t = e^-|x| =
   x = -2^-53 the value is 2^-164 above a midpoint.
 * x > 40: 1; x < -745.2: +0.
 The first of three steps (`sigmoid_fast64`) evaluates -700 <= x <= 40 from
-the faster explog64.exp_dd_fast instead (< 2^-77.5, argued above it); what it
-cannot decide goes to the double-double path, then the triple-double one.
+the faster explog64.exp_by_exp2_fast instead (< 2^-69.1, argued above it);
+what it cannot decide goes to the double-double path, then the
+triple-double one.
 """
 
 import numpy as np
@@ -42,7 +43,7 @@ from .core import (abs32, signbit32, F64, NAN32, ONE, WIDE_WINDOW_HI, WIDE_WINDO
                    dd_to_f32, fast_two_sum, exp_core_short, exp_dd, pow2, round_if_within)
 from .exact64 import bracket_err
 from .trig64 import dd_div_fast
-from .explog64 import exp_dd as exp_dd64, exp_dd_fast, exp_td
+from .explog64 import exp_by_exp2_fast, exp_dd as exp_dd64, exp_td, scale_normal
 from .multiword import dd_error, round_sum, td_add, td_div, td_round, ziv_round
 
 SIGMOID_HI = np.float32(120.0)
@@ -94,53 +95,58 @@ QUARTER64 = F64(0.25)
 MINUS_1_48 = F64(-1.0 / 48.0)
 
 
-# The fast path for -700 <= x <= 40: t = e^-|x| = (h + l) 2^q from
-# explog64.exp_dd_fast (relative error < 2^-78.1; q >= -1011, 2^q a normal
-# double), then 1 + t from the scaled parts h 2^q <= 1 (exact) and l 2^q
-# (exact, or below 2^-1000 when it underflows, which moves 1 + t by
-# < 2^-1073): (s, e) = 1 + h 2^q exactly (fast_two_sum), |e| <= 2^-53, and
-# e + l 2^q rounds once, by < 2^-53 (2^-53 + 2^-51.99) < 2^-104 <= 2^-104 (1 + t);
+# The fast path for -700 <= x <= 40: t = e^-|x| = (h + low) 2^q from
+# explog64.exp_by_exp2_fast (within 2^-69.2 relative; q >= -1011, 2^q a
+# normal double), normalized exactly (fast_two_sum) to h + l, |l| <= 2^-53 h.
+# So t' = (h + l) 2^q = t (1 + eps), |eps| < 2^-69.2.  Then 1 + t' from the
+# scaled parts: (s, e) = 1 + h 2^q exactly (fast_two_sum), |e| <= 2^-53, and
+# e + l 2^q rounds once, by < 2^-53 (2^-53 + 2^-51.99) < 2^-104 <= 2^-104 (1 + t');
 # the final fast_two_sum is exact.  (dd_add's longer sum, for the same bound,
-# is not needed: 1 is the larger term.)  Then one trig64.dd_div_fast (< 2^-100)
-# of the numerator 1 (x >= 0) or h + l (x < 0, the result scaled by 2^q).
-# 1 + t is within 2^-78.1 t/(1 + t) + 2^-104 <= 2^-79.1 + 2^-104 of itself,
-# so the quotient is within 2^-78.1 + 2^-79.1 + 2^-100 < 2^-77.5.  Its value
-# scaled by 2^q is at least e^-700/2 > 2^-1011, a normal double: RN(h' + l') 2^q
-# is exact and is the rounded result.  The rounding test (exact64.bracket_err)
-# needs err >= 2 * 2^-77.5 |v| + 2^-52 |l|; it uses 2^-74 |h|, a margin of 2^2.4.
+# is not needed: 1 is the larger term.)  Where q < -200 the parts are scaled
+# by 2^-200 instead: that t'' < 2^-199 is as far from t' as both are from 0,
+# and 1 + t'' is 1 + t' within 2^-199; without the floor, l 2^q is subnormal
+# below x = -671, and x86 takes a microcode assist of about a hundred cycles
+# for each subnormal result.  Then one trig64.dd_div_fast (< 2^-100) of the
+# numerator 1 (x >= 0) or h + l (x < 0, the result scaled by 2^q).  The two
+# quotients depend on t' as 1/(1 + t') = (1/(1 + t)) (1 - eps t/(1 + t')) and
+# t'/(1 + t') = (t/(1 + t)) (1 + eps/(1 + t')) (t <= 1): their relative errors
+# are < 2^-69.2 + 2^-104 + 2^-100 + 2^-198 < 2^-69.1.  The value scaled by 2^q
+# is at least e^-700/2 > 2^-1011, a normal double: RN(h' + l') 2^q is exact and
+# is the rounded result.  The rounding test (exact64.bracket_err) needs
+# err >= 2 * 2^-69.1 |v| + 2^-52 |l'| < 2^-68.0 |h'|; it uses 2^-67 |h'|.
 SIGMOID64_FAST_LO = F64(-700.0)
-SIGMOID64_FAST_EPS = F64(2.0**-74)
+SIGMOID64_FAST_EPS = F64(2.0**-67)
+SIGMOID64_QF_FLOOR = np.int64(-200) << np.int64(52)  # explog64.exp2_sum_fast's q 2^52 for q = -200
 
 
 @jitable
 def sigmoid_fast64(x):
     """(sigmoid(x) correctly rounded, True), or (anything, False) where the fast
-    path cannot decide: for -700 <= x <= 40 (above), x > 40 (1), x < -745.2
-    (+0) and NaN.  Branch-free (every case is evaluated and one selected;
-    other arguments evaluate sigmoid(0)), so that the CPU launcher vectorises
-    it.  Undecided: about one argument in 2^20 of the evaluated range, the
+    path cannot decide: for -700 <= x <= 40 (above), x > 40 (1) and x < -745.2
+    (+0).  Branch-free (every case is evaluated and one selected; other
+    arguments evaluate sigmoid(0)), so that the CPU launcher vectorises it.
+    Undecided: about one argument in 2^14 of the evaluated range, NaN, the
     arguments near 0 whose 1/2 + x/4 lies within the window of a midpoint
     (x = -2^-53, and others with few significant bits: only the exact cubic
-    of the module docstring decides them), and -745.2 <= x < -700 (subnormal
-    results); `sigmoid_f64` hands them to the double-double path.  (The
-    cubic's round_sum is left out here: its rounding to odd branches, and
-    the loop would not vectorise.)"""
+    of the module docstring decides them), and -745.2 <= x < -700
+    (subnormal results); `sigmoid_f64` hands them to the double-double path.
+    (The cubic's round_sum is left out here: its rounding to odd branches,
+    and the loop would not vectorise.)"""
     inline_into_callers()
     inside = (x >= SIGMOID64_FAST_LO) & (x <= SIGMOID64_HI)
-    h, l, q = exp_dd_fast(negate(fabs(x)) if inside else ZERO)
-    s = pow2(q)
+    h, low, qf = exp_by_exp2_fast(negate(fabs(x)) if inside else ZERO)
+    h, l = fast_two_sum(h, low)
+    s = scale_normal(ONE, max(qf, SIGMOID64_QF_FLOOR))
     dh, e = fast_two_sum(ONE, mul_rn(h, s))
     dh, dl = fast_two_sum(dh, add_rn(e, mul_rn(l, s)))
     positive = x >= ZERO64
     th, tl = dd_div_fast(ONE if positive else h, ZERO if positive else l, dh, dl)
     lo, hi = bracket_err(th, tl, mul_rn(th, SIGMOID64_FAST_EPS))
-    r = mul_rn(lo, pow2(np.int32(0) if positive else q))
-    # 1/2 + x/4 - x^3/48, rounded exactly (module docstring)
-    above, below, nan = x > SIGMOID64_HI, x < SIGMOID64_LO, x != x
+    r = lo if positive else scale_normal(lo, qf)
+    above, below = x > SIGMOID64_HI, x < SIGMOID64_LO
     r = ONE64 if above else r
     r = ZERO64 if below else r
-    r = x if nan else r
-    return r, (inside & (lo == hi)) | above | below | nan
+    return r, (inside & (lo == hi)) | above | below
 
 
 @jitable
