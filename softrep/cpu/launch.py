@@ -304,41 +304,35 @@ MARK_BLOCK = 64  # elements the marked pass tests at once
 
 
 def _marked_pass(f, nin):
-    """`finish(out, x, lo, hi)` (nin = 2: `finish(out, x, y, lo, hi)`): out[i] =
-    f(x[i]) wherever out[i] holds the `undecided` marker, for lo <= i < hi.
-    The decided-first launcher's second pass.  It tests MARK_BLOCK elements
-    at a time in a vectorised loop and walks only the blocks that hold a
-    mark: a chunk that holds any usually holds one or two (about 2^-14 of
-    the inputs are undecided in the float64 exponentials' first step, 2^-15
-    in float32 exp's and sigmoid's), and an element-by-element test is a
-    load, a comparison and a branch for every element of the chunk."""
+    """`finish(out, x, y, lo, hi)`: out[i] = f(x[i]) (nin = 2: f(x[i], y[i]); y
+    is not read for nin = 1) wherever out[i] holds the `undecided` marker,
+    for lo <= i < hi.  The decided-first launcher's second pass.  It tests
+    MARK_BLOCK elements at a time in a vectorised loop and walks only the
+    blocks that hold a mark: a chunk that holds any usually holds one or two
+    (about 2^-14 of the inputs are undecided in the float64 exponentials'
+    first step, 2^-15 in float32 exp's and sigmoid's), and an
+    element-by-element test is a load, a comparison and a branch for every
+    element of the chunk."""
     block = np.uint64(MARK_BLOCK)
 
     if nin == 1:
-
-        def finish(out, x, lo, hi):
-            for b in range(np.uint64(lo), np.uint64(hi), block):
-                e = min(b + block, np.uint64(hi))
-                marked = np.uint32(0)
-                for i in range(b, e):
-                    marked |= np.uint32(1) if is_undecided(out[i]) else np.uint32(0)
-                if marked:
-                    for i in range(b, e):
-                        if is_undecided(out[i]):
-                            out[i] = canonical(f(x[i]))
-
+        def redo(out, i, x, y):
+            out[i] = canonical(f(x[i]))
     else:
+        def redo(out, i, x, y):
+            out[i] = canonical(f(x[i], y[i]))
+    redo = njit(cache=True, error_model="numpy")(redo)
 
-        def finish(out, x, y, lo, hi):
-            for b in range(np.uint64(lo), np.uint64(hi), block):
-                e = min(b + block, np.uint64(hi))
-                marked = np.uint32(0)
+    def finish(out, x, y, lo, hi):
+        for b in range(np.uint64(lo), np.uint64(hi), block):
+            e = min(b + block, np.uint64(hi))
+            marked = np.uint32(0)
+            for i in range(b, e):
+                marked |= np.uint32(1) if is_undecided(out[i]) else np.uint32(0)
+            if marked:
                 for i in range(b, e):
-                    marked |= np.uint32(1) if is_undecided(out[i]) else np.uint32(0)
-                if marked:
-                    for i in range(b, e):
-                        if is_undecided(out[i]):
-                            out[i] = canonical(f(x[i], y[i]))
+                    if is_undecided(out[i]):
+                        redo(out, i, x, y)
 
     return njit(cache=True, error_model="numpy")(finish)
 
@@ -385,7 +379,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
                     out[i] = r if marked and ok else out[i]
                     pending |= np.uint32(1) if marked and not ok else np.uint32(0)
             if pending:
-                finish(out, x, lo, hi)
+                finish(out, x, x, lo, hi)
 
     elif nin == 1:
 
@@ -398,7 +392,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
                 out[i] = r if ok else undecided(r)
                 pending |= np.uint32(0) if ok else np.uint32(1)
             if pending:
-                finish(out, x, lo, hi)
+                finish(out, x, x, lo, hi)
 
     else:
 
