@@ -47,6 +47,15 @@ def normalize_grad_element(g, xhat, mg, c, s):
 
 
 @jitable
+def scaled_normalize_grad_element(gy, w, xhat, mg, c, s):
+    """normalize_grad_element of g = mul_rn(gy, w), the gradient of xhat when
+    gy is that of add(mul(xhat, w), b): the affine map's backward and the
+    normalisation's in one element (w = 1 gives g exactly; a NaN g reaches
+    the result's canonical() as any NaN does)."""
+    return normalize_grad_element(mul_rn(gy, w), xhat, mg, c, s)
+
+
+@jitable
 def affine_element(xhat, w, b):
     """y = add_rn(mul_rn(xhat, w), b): the affine map's two roundings."""
     return canonical(add_rn(mul_rn(xhat, w), b))
@@ -122,7 +131,7 @@ def layer_norm_grad_row(dx, gw, gy, x, w, m, s, n, center, stack, stack2):
     mg = mean_of_sum(canonical(stream_total(stack2, count)), n) if center else zero_like(n)
     for k in range(x.shape[0]):
         xhat = normalize_element(x[k], m, s)
-        dx[k] = normalize_grad_element(mul_rn(gy[k], w[k]), xhat, mg, c, s)
+        dx[k] = scaled_normalize_grad_element(gy[k], w[k], xhat, mg, c, s)
 
 
 @jitable
@@ -140,16 +149,17 @@ def batch_norm_grad_row(gxhat, q, h, sums, gy, xhat, w, partials):
     y = add(mul(xhat, w), b), gy the gradient of y, and the per-sample sums
     that the backward of the normalisation needs:
 
-        gxhat[k] = mul(gy[k], w)              (the gradient of xhat)
+        gxhat[k] = mul(gy[k], w)              (the gradient of xhat, scratch)
         sums[0]  = sum(gy)                    (the bias's partial)
         sums[1]  = sum(mul(gy, xhat))         (the weight's partial)
         sums[2]  = sum(gxhat)
         sums[3]  = sum(mul(gxhat, xhat))
 
     each a documented sum over the row's positions (`row_sum`) of the terms
-    the separate ops would store (`batch_norm_grad_terms`).  q, h: scratch
-    rows of the row's length; `partials`: scratch of its ceil(length / BLOCK)
-    blocks."""
+    the separate ops would store (`batch_norm_grad_terms`).  gxhat, q, h:
+    scratch rows of the row's length (the input's gradient recomputes gxhat:
+    `scaled_normalize_grad_element`); `partials`: scratch of its
+    ceil(length / BLOCK) blocks."""
     n = gy.shape[0]
     if n == 0:
         for j in range(4):

@@ -31,7 +31,7 @@ from numba.extending import register_jitable
 
 from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms,
                                         layer_norm_grad_row, layer_norm_row, mean_of_sum, normalize_element,
-                                        normalize_grad_element, scale_of_squares)
+                                        normalize_grad_element, scale_of_squares, scaled_normalize_grad_element)
 from ..algorithms.products import tree_carry, tree_finish, tree_node_of_eight, tree_slot, tree_slots
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
 from ..primitives.vector import LANES
@@ -63,20 +63,21 @@ def normalize(out, x, m, s):
         _normalize_row(out[r], x[r], m[r], s[r])
 
 
-@kernel("normalization.normalize_grad_row", *[(_c(t, 1), _c(t, 1), _c(t, 1), t, t, t) for t in _FLOATS])
+@kernel("normalization.normalize_grad_row", *[(_c(t, 1), _c(t, 1), _c(t, 1), t, t, t, t) for t in _FLOATS])
 @njit(cache=True)
-def _normalize_grad_row(out, g, xhat, mg, c, s):
-    for k in range(g.shape[0]):
-        out[k] = normalize_grad_element(g[k], xhat[k], mg, c, s)
+def _normalize_grad_row(out, gy, xhat, w, mg, c, s):
+    for k in range(gy.shape[0]):
+        out[k] = scaled_normalize_grad_element(gy[k], w, xhat[k], mg, c, s)
 
 
-@kernel("normalization.normalize_grad", *[(_c(t, 2), _c(t, 2), _c(t, 2), _c(t, 1), _c(t, 1), _c(t, 1))
+@kernel("normalization.normalize_grad", *[(_c(t, 2), _c(t, 2), _c(t, 2), _c(t, 1), _c(t, 1), _c(t, 1), _c(t, 1))
                                           for t in _FLOATS])
 @njit(parallel=True, cache=True)
-def normalize_grad(out, g, xhat, mg, c, s):
-    """out[r, k] = div(sub(sub(g[r, k], mg[r]), mul(xhat[r, k], c[r])), s[r])."""
-    for r in prange(g.shape[0]):
-        _normalize_grad_row(out[r], g[r], xhat[r], mg[r], c[r], s[r])
+def normalize_grad(out, gy, xhat, w, mg, c, s):
+    """out[r, k] = div(sub(sub(g, mg[r]), mul(xhat[r, k], c[r])), s[r]) with
+    g = mul(gy[r, k], w[r]) (`scaled_normalize_grad_element`; w = 1: g = gy)."""
+    for r in prange(gy.shape[0]):
+        _normalize_grad_row(out[r], gy[r], xhat[r], w[r], mg[r], c[r], s[r])
 
 
 @kernel("normalization.channel_affine_row", *[(_c(t, 1), _c(t, 1), t, t) for t in _FLOATS])
@@ -99,15 +100,15 @@ def channel_affine(y, xhat, w, b):
 _GRAD_ROWS_PER_ITEM = 8
 
 
-@kernel("normalization.batch_norm_grad_rows", *[(_c(t, 2), _c(t, 2), _c(t, 2), _c(t, 2), _c(t, 1), types.int64,
-                                                 types.int64) for t in _FLOATS])
+@kernel("normalization.batch_norm_grad_rows", *[(_c(t, 2), _c(t, 2), _c(t, 2), _c(t, 1), types.int64, types.int64)
+                                                for t in _FLOATS])
 @njit(cache=True)
-def _batch_norm_grad_rows(gxhat, sums, gy, xhat, w, r0, r1):
+def _batch_norm_grad_rows(sums, gy, xhat, w, r0, r1):
     n = gy.shape[1]
-    q, h = np.empty(n, gy.dtype), np.empty(n, gy.dtype)
+    g, q, h = np.empty(n, gy.dtype), np.empty(n, gy.dtype), np.empty(n, gy.dtype)
     partials = np.empty(max(1, (n + BLOCK - 1) // BLOCK), gy.dtype)
     for r in range(r0, r1):
-        batch_norm_grad_row(gxhat[r], q, h, sums[r], gy[r], xhat[r], w[r], partials)
+        batch_norm_grad_row(g, q, h, sums[r], gy[r], xhat[r], w[r], partials)
 
 
 @kernel("normalization.batch_norm_grad_terms_row", (_c(types.float32, 1),) * 5 + (types.float32,))
@@ -117,61 +118,64 @@ def _batch_norm_grad_terms_row(gxhat, q, h, gy, xhat, w):
         gxhat[k], q[k], h[k] = batch_norm_grad_terms(gy[k], xhat[k], w)
 
 
-@kernel("normalization.batch_norm_grad_eight", (_c(types.float32, 2),) * 4 + (_c(types.float32, 1), types.int64,
+@kernel("normalization.batch_norm_grad_eight", (_c(types.float32, 2),) * 3 + (_c(types.float32, 1), types.int64,
                                                                               types.int64))
 @njit(cache=True)
-def _batch_norm_grad_eight(gxhat, sums, gy, xhat, w, g0, g1):
-    # groups g0 .. g1-1 of 8 float32 rows: each group's terms row by row, then
-    # its four sums with the 8 rows in the lanes of one vector (eight_rows_f32,
-    # the documented order in each lane): the bits of `batch_norm_grad_row`
+def _batch_norm_grad_eight(sums, gy, xhat, w, g0, g1):
+    # groups g0 .. g1-1 of 8 float32 rows: each group's terms row by row into
+    # scratch, then its four sums with the 8 rows in the lanes of one vector
+    # (eight_rows_f32, the documented order in each lane): the bits of
+    # `batch_norm_grad_row`
     L = gy.shape[1]
     lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    g = np.empty(LANES * L, dtype=np.float32)
     q = np.empty(LANES * L, dtype=np.float32)
     h = np.empty(LANES * L, dtype=np.float32)
-    gy_flat, g_flat = gy.reshape(-1), gxhat.reshape(-1)
+    gy_flat = gy.reshape(-1)
     for grp in range(g0, g1):
         i0 = grp * LANES
         for r in range(LANES):
-            i = i0 + r
-            _batch_norm_grad_terms_row(gxhat[i], q[r * L:(r + 1) * L], h[r * L:(r + 1) * L], gy[i], xhat[i], w[i])
+            i, a, e = i0 + r, r * L, (r + 1) * L
+            _batch_norm_grad_terms_row(g[a:e], q[a:e], h[a:e], gy[i], xhat[i], w[i])
         eight_rows_f32(sums[:, 0], lanes, gy_flat, L, grp, grp + 1)
         eight_rows_f32(sums[i0:i0 + LANES, 1], lanes, q, L, 0, 1)
-        eight_rows_f32(sums[:, 2], lanes, g_flat, L, grp, grp + 1)
+        eight_rows_f32(sums[i0:i0 + LANES, 2], lanes, g, L, 0, 1)
         eight_rows_f32(sums[i0:i0 + LANES, 3], lanes, h, L, 0, 1)
 
 
 @njit(parallel=True, cache=True)
-def _batch_norm_grad_items(gxhat, sums, gy, xhat, w, groups):
+def _batch_norm_grad_items(sums, gy, xhat, w, groups):
     items = (groups + GROUPS_PER_ITEM - 1) // GROUPS_PER_ITEM
     for it in prange(items):
-        _batch_norm_grad_eight(gxhat, sums, gy, xhat, w, it * GROUPS_PER_ITEM,
+        _batch_norm_grad_eight(sums, gy, xhat, w, it * GROUPS_PER_ITEM,
                                min(it * GROUPS_PER_ITEM + GROUPS_PER_ITEM, groups))
 
 
 @njit(parallel=True, cache=True)
-def _batch_norm_grad_tail(gxhat, sums, gy, xhat, w, r0):
+def _batch_norm_grad_tail(sums, gy, xhat, w, r0):
     rows = gy.shape[0]
     items = (rows - r0 + _GRAD_ROWS_PER_ITEM - 1) // _GRAD_ROWS_PER_ITEM
     for it in prange(items):
         start = r0 + it * _GRAD_ROWS_PER_ITEM
-        _batch_norm_grad_rows(gxhat, sums, gy, xhat, w, start, min(rows, start + _GRAD_ROWS_PER_ITEM))
+        _batch_norm_grad_rows(sums, gy, xhat, w, start, min(rows, start + _GRAD_ROWS_PER_ITEM))
 
 
-kernel("normalization.batch_norm_grad_items", (_c(types.float32, 2),) * 4 + (_c(types.float32, 1), types.int64))(
+kernel("normalization.batch_norm_grad_items", (_c(types.float32, 2),) * 3 + (_c(types.float32, 1), types.int64))(
     _batch_norm_grad_items)
-kernel("normalization.batch_norm_grad_tail", *[(_c(t, 2),) * 4 + (_c(t, 1), types.int64) for t in _FLOATS])(
+kernel("normalization.batch_norm_grad_tail", *[(_c(t, 2),) * 3 + (_c(t, 1), types.int64) for t in _FLOATS])(
     _batch_norm_grad_tail)
 
 
-def batch_norm_grad(gxhat, sums, gy, xhat, w):
-    """Per row r: gxhat[r] and sums[r, 0:4] of `batch_norm_grad_row`, w[r]
-    the row's channel weight.  Contiguous float32 rows of a multiple of 8
-    elements run 8 at a time (`_batch_norm_grad_eight`), the rest one by one."""
+def batch_norm_grad(sums, gy, xhat, w):
+    """Per row r: sums[r, 0:4] of `batch_norm_grad_row`, w[r] the row's
+    channel weight (the gradient of xhat is scratch: `normalize_grad`
+    recomputes it).  Contiguous float32 rows of a multiple of 8 elements run
+    8 at a time (`_batch_norm_grad_eight`), the rest one by one."""
     groups = gy.shape[0] // LANES if _eight_rows(gy) else 0
     if groups:
-        _batch_norm_grad_items(gxhat, sums, gy, xhat, w, groups)
+        _batch_norm_grad_items(sums, gy, xhat, w, groups)
     if groups * LANES < gy.shape[0]:
-        _batch_norm_grad_tail(gxhat, sums, gy, xhat, w, groups * LANES)
+        _batch_norm_grad_tail(sums, gy, xhat, w, groups * LANES)
 
 
 # --------------------------------------------------------------------------- layer_norm, rms_norm

@@ -15,7 +15,7 @@ import functools
 from numba import cuda, types
 
 from ..algorithms.normalization import (affine_element, batch_norm_grad_row, layer_norm_grad_row, layer_norm_row,
-                                        normalize_element, normalize_grad_element)
+                                        normalize_element, scaled_normalize_grad_element)
 from ..algorithms.reduction import BLOCK, STACK
 from ..primitives.jit import SIMULATOR
 
@@ -36,12 +36,12 @@ def _normalize_kernel():
 
 @functools.lru_cache(maxsize=None)
 def _normalize_grad_kernel():
-    def kernel(out, g, xhat, mg, c, s):
+    def kernel(out, gy, xhat, w, mg, c, s):
         i = cuda.grid(1)
-        rows, positions = g.shape[0], g.shape[1]
+        rows, positions = gy.shape[0], gy.shape[1]
         if i < rows * positions:
             r, k = i // positions, i % positions
-            out[r, k] = normalize_grad_element(g[r, k], xhat[r, k], mg[r], c[r], s[r])
+            out[r, k] = scaled_normalize_grad_element(gy[r, k], w[r], xhat[r, k], mg[r], c[r], s[r])
 
     return cuda.jit(cache=not SIMULATOR)(kernel), kernel
 
@@ -106,11 +106,11 @@ def normalize(stream, out, x, m, s):
         _normalize_kernel()[0][_blocks(n), THREADS, stream](out, x, m, s)
 
 
-def normalize_grad(stream, out, g, xhat, mg, c, s):
+def normalize_grad(stream, out, gy, xhat, w, mg, c, s):
     """Same contract as softrep.cpu.normalization.normalize_grad."""
-    n = g.shape[0] * g.shape[1]
+    n = gy.shape[0] * gy.shape[1]
     if n:
-        _normalize_grad_kernel()[0][_blocks(n), THREADS, stream](out, g, xhat, mg, c, s)
+        _normalize_grad_kernel()[0][_blocks(n), THREADS, stream](out, gy, xhat, w, mg, c, s)
 
 
 def channel_affine(stream, y, xhat, w, b):
@@ -120,11 +120,12 @@ def channel_affine(stream, y, xhat, w, b):
         _channel_affine_kernel()[0][_blocks(n), THREADS, stream](y, xhat, w, b)
 
 
-def batch_norm_grad(stream, gxhat, sums, gy, xhat, w):
+def batch_norm_grad(stream, sums, gy, xhat, w):
     """Same contract as softrep.cpu.normalization.batch_norm_grad; one thread
     per row, its scratch rows in device memory."""
     rows, n = gy.shape
     if rows:
+        gxhat = cuda.device_array((rows, max(n, 1)), dtype=gy.dtype, stream=stream)
         q = cuda.device_array((rows, max(n, 1)), dtype=gy.dtype, stream=stream)
         h = cuda.device_array((rows, max(n, 1)), dtype=gy.dtype, stream=stream)
         partials = cuda.device_array((rows, max(1, (n + BLOCK - 1) // BLOCK)), dtype=gy.dtype, stream=stream)
@@ -155,7 +156,7 @@ def _register_audit():
         audit.register(f"normalization.normalize.{dtype_name}",
                        lambda a=(a2, a2, a1, a1): (_normalize_kernel()[1], a))
         audit.register(f"normalization.normalize_grad.{dtype_name}",
-                       lambda a=(a2, a2, a2, a1, a1, a1): (_normalize_grad_kernel()[1], a))
+                       lambda a=(a2, a2, a2, a1, a1, a1, a1): (_normalize_grad_kernel()[1], a))
         audit.register(f"normalization.channel_affine.{dtype_name}",
                        lambda a=(a2, a2, a1, a1): (_channel_affine_kernel()[1], a))
         audit.register(f"normalization.batch_norm_grad.{dtype_name}",

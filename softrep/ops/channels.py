@@ -55,12 +55,15 @@ def row_normalize(rows, m, s):
     return out
 
 
-def row_normalize_grad(g, xhat, mg, c, s):
-    """div(sub(sub(g[i], mg[i]), mul(xhat[i], c[i])), s[i]) for rows (R, n)."""
+def row_normalize_grad(g, xhat, mg, c, s, w=None):
+    """div(sub(sub(g[i], mg[i]), mul(xhat[i], c[i])), s[i]) for rows (R, n);
+    with w (R elements), g[i] replaced by mul(g[i], w[i]) (w = None: g
+    itself, which mul(g, 1) is exactly)."""
     out = g.new_empty(g.shape)
     if out.numel():
+        w = g.new_ones(g.shape[0]) if w is None else w
         backend.execute(cpu_normalization.normalize_grad, cuda_normalization.normalize_grad, [out],
-                        [g, xhat] + [t.detach().reshape(-1).contiguous() for t in (mg, c, s)])
+                        [g, xhat] + [t.detach().reshape(-1).contiguous() for t in (w, mg, c, s)])
     return out
 
 
@@ -69,9 +72,13 @@ def normalize(x, m, s):
     return row_normalize(_rows(x), _per_row(m, x), _per_row(s, x)).reshape(x.shape)
 
 
-def normalize_grad(g, xhat, mg, c, s):
-    """div(sub(sub(g, mg), mul(xhat, c)), s), mg, c and s per channel."""
-    return row_normalize_grad(_rows(g), _rows(xhat), _per_row(mg, g), _per_row(c, g), _per_row(s, g)).reshape(g.shape)
+def normalize_grad(g, xhat, mg, c, s, w=None):
+    """div(sub(sub(g, mg), mul(xhat, c)), s), mg, c and s per channel; with w
+    (per channel), g replaced by mul(g, w): the gradient through batch_norm's
+    affine map and normalisation from the output's, without storing the
+    gradient of xhat."""
+    rows = [_per_row(t, g) for t in (mg, c, s)] + [None if w is None else _per_row(w, g)]
+    return row_normalize_grad(_rows(g), _rows(xhat), *rows).reshape(g.shape)
 
 
 def channel_affine(xhat, w, b):
@@ -85,17 +92,16 @@ def channel_affine(xhat, w, b):
 
 
 def batch_norm_grad_sums(gy, xhat, w):
-    """(gxhat, sums) for the backward of add(mul(xhat, w), b), w per channel:
-    gxhat = mul(gy, w), and sums (N, C, 4) each sample's documented sums over
-    its positions (dims 2, ...) of gy, mul(gy, xhat), gxhat and
-    mul(gxhat, xhat), per channel."""
+    """The sums (N, C, 4) for the backward of add(mul(xhat, w), b), w per
+    channel: each sample's documented sums over its positions (dims 2, ...)
+    of gy, mul(gy, xhat), gxhat and mul(gxhat, xhat) per channel, gxhat =
+    mul(gy, w) (not stored: `normalize_grad` with w recomputes it)."""
     g_rows, x_rows = _rows(gy), _rows(xhat)
-    gxhat = g_rows.new_empty(g_rows.shape)
     sums = g_rows.new_empty((g_rows.shape[0], 4))
     if sums.numel():
-        backend.execute(cpu_normalization.batch_norm_grad, cuda_normalization.batch_norm_grad, [gxhat, sums],
+        backend.execute(cpu_normalization.batch_norm_grad, cuda_normalization.batch_norm_grad, [sums],
                         [g_rows, x_rows, _per_row(w, gy)])
-    return gxhat.reshape(gy.shape), sums.reshape(gy.shape[0], gy.shape[1], 4)
+    return sums.reshape(gy.shape[0], gy.shape[1], 4)
 
 
 def layer_norm_rows(rows, w, b, eps, center):

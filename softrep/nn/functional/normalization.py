@@ -458,14 +458,15 @@ class _BatchNormAffine(backend.Function):
             grads = iter(torch.autograd.grad(y, inputs, gy, create_graph=True, allow_unused=True))
             return tuple(next(grads) if need else None for need in (need_x, need_w, need_b)) + (None,)
         fn, c_count = "batch_norm", x.shape[1]
-        gxhat, sums = channels.batch_norm_grad_sums(gy, xhat, _or_filled(weight, c_count, 1.0, x))
+        w = _or_filled(weight, c_count, 1.0, x)
+        sums = channels.batch_norm_grad_sums(gy, xhat, w)
         gx = gw = gb = None
         if need_x:
             view = _channel_view(x)
             count = float(batchtree.batch_count(fn, x) // c_count)
             c = E.div(batchtree.batch_statistic(fn, sums[..., 3].contiguous()), count).reshape(view)
             mg = E.div(batchtree.batch_statistic(fn, sums[..., 2].contiguous()), count).reshape(view)
-            gx = channels.normalize_grad(gxhat, xhat, mg, c, s)
+            gx = channels.normalize_grad(gy, xhat, mg, c, s, w)
         if need_w:
             gw = batchtree.param_grad("normalization", "weight", ctx.weight, sums[..., 1].contiguous())
         if need_b:
