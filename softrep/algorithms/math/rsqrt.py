@@ -17,7 +17,7 @@ float32 x unless m is a power of two, which a midpoint is not.
 
 import numpy as np
 
-from ...primitives.rounding import div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
+from ...primitives.rounding import canonical, div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
 from .core import WINDOW_HI, WINDOW_LO, round_if_safe, two_prod
 from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
 from .wide_int import wide, wide_cmp, wide_mul, wide_shl
@@ -135,9 +135,12 @@ def rsqrt_f64_window(x, rel):
 @jitable
 def rsqrt_fast64(x):
     """(rsqrt(x) correctly rounded, True) where both ends of the bracket round
-    alike, else (anything, False): the exact decision is needed."""
+    alike, else (anything, False): the exact decision is needed.  The result
+    is returned canonical (a NaN only for a NaN or negative x): the same bits
+    for the launcher, which canonicalises results, and with the select LLVM
+    vectorises the launcher's loop over this branchy step (docs/benchmarks.md)."""
     lo, hi, finite = _rsqrt_ends(x, REL_2M98)
-    return lo, (not finite) or lo == hi
+    return canonical(lo), (not finite) or lo == hi
 
 
 @jitable
