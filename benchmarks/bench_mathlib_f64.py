@@ -1,7 +1,7 @@
 """Throughput of softrep's correctly rounded float64 math functions against torch's
 float64 functions, with preallocated outputs on both sides, in one run.
 
-    python benchmarks/bench_mathlib_f64.py [--n 4000000] [--threads 2] [--repeat 5]
+    python benchmarks/bench_mathlib_f64.py [--n 4000000] [--threads 2] [--repeat 5] [--only exp2,sigmoid]
 
 torch: `torch.<name>(x, out=y)` (exp10: torch.pow(10, x); cbrt, which torch
 lacks: numpy's `np.cbrt(x, out=y)`; hypot and pow take two uniform arguments).
@@ -49,8 +49,13 @@ def main():
     parser.add_argument("--n", type=int, default=4 * 10**6)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", nargs="*", default=None, help="function names (default: all float64 ones)")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="function names, separated by commas or spaces (default: all of them)")
     args = parser.parse_args()
+    names = [n for item in args.only or () for n in item.split(",") if n] or list(CASES)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        parser.error(f"--only: {', '.join(unknown)}: not one of the float64 functions ({', '.join(CASES)})")
 
     import numba
 
@@ -61,7 +66,6 @@ def main():
     torch.set_num_threads(args.threads)
     numba.set_num_threads(args.threads)
     rng = np.random.Generator(np.random.PCG64(0))
-    names = args.only or [n for n in CASES if M.FUNCTIONS[n].f64 is not None]
     print(f"n = {args.n}, threads = {args.threads}, best of {args.repeat}, float64, preallocated outputs")
     print(f"{'function':10s} {'softrep Melem/s':>16s} {'torch Melem/s':>14s} {'ratio':>7s}")
     for name in names:
