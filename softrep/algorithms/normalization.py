@@ -15,8 +15,9 @@ same bits.  No bit moves; the fusion only saves the passes over memory and
 the broadcast copies of the per-channel operands.
 
 batch_norm's affine map y = add(mul(xhat, w), b), w and b per channel, is
-`affine_element` per element; its backward and the normalisation's sums run
-in one row pass (`batch_norm_grad_row`).
+`affine_element` per element, in the same pass as the normalisation (the
+stored xhat and y are those of the separate ops); its backward and the
+normalisation's sums run in one row pass (`batch_norm_grad_row`).
 
 layer_norm and rms_norm normalise each row of their trailing dims and apply
 the affine map in the same pass (`layer_norm_row`, `layer_norm_grad_row`).

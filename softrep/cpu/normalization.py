@@ -6,7 +6,8 @@ are that channel's statistics.  One work item per row, the positions in a
 loop that vectorises; every element is computed alone, so the split changes
 no bit.
 
-`channel_affine`: batch_norm's affine map, w and b per row.
+`normalize_affine`: batch_norm's normalisation and its affine map in one
+pass, writing xhat (kept for the backward) and y; w and b per row.
 `batch_norm_grad`: its backward and the normalisation's per-row sums
 (`batch_norm_grad_row`); contiguous float32 rows of a multiple of 8
 elements run 8 at a time, the sums in the lanes of one vector
@@ -80,19 +81,22 @@ def normalize_grad(out, gy, xhat, w, mg, c, s):
         _normalize_grad_row(out[r], gy[r], xhat[r], w[r], mg[r], c[r], s[r])
 
 
-@kernel("normalization.channel_affine_row", *[(_c(t, 1), _c(t, 1), t, t) for t in _FLOATS])
+@kernel("normalization.normalize_affine_row", *[(_c(t, 1), _c(t, 1), _c(t, 1), t, t, t, t) for t in _FLOATS])
 @njit(cache=True)
-def _channel_affine_row(y, xhat, w, b):
-    for k in range(xhat.shape[0]):
-        y[k] = affine_element(xhat[k], w, b)
+def _normalize_affine_row(y, xhat, x, m, s, w, b):
+    for k in range(x.shape[0]):
+        v = normalize_element(x[k], m, s)
+        xhat[k] = v
+        y[k] = affine_element(v, w, b)
 
 
-@kernel("normalization.channel_affine", *[(_c(t, 2), _c(t, 2), _c(t, 1), _c(t, 1)) for t in _FLOATS])
+@kernel("normalization.normalize_affine", *[(_c(t, 2), _c(t, 2), _c(t, 2)) + (_c(t, 1),) * 4 for t in _FLOATS])
 @njit(parallel=True, cache=True)
-def channel_affine(y, xhat, w, b):
-    """y[r, k] = add(mul(xhat[r, k], w[r]), b[r])."""
-    for r in prange(xhat.shape[0]):
-        _channel_affine_row(y[r], xhat[r], w[r], b[r])
+def normalize_affine(y, xhat, x, m, s, w, b):
+    """xhat[r, k] = div(sub(x[r, k], m[r]), s[r]) and
+    y[r, k] = add(mul(xhat[r, k], w[r]), b[r])."""
+    for r in prange(x.shape[0]):
+        _normalize_affine_row(y[r], xhat[r], x[r], m[r], s[r], w[r], b[r])
 
 
 # rows per work item of batch_norm's backward sums: each item's scratch rows

@@ -6,7 +6,7 @@ one thread per element (r, k); each element is computed alone, so the grid
 changes no bit.  `layer_norm`, `layer_norm_grad`: one thread per row, which
 runs the row's documented sums in order (`layer_norm_row`,
 `layer_norm_grad_row`), so again the grid changes no bit.
-`channel_affine`: one thread per element; `batch_norm_grad`: one thread per
+`normalize_affine`: one thread per element; `batch_norm_grad`: one thread per
 row (`batch_norm_grad_row`), its scratch rows in device memory.
 """
 
@@ -47,13 +47,15 @@ def _normalize_grad_kernel():
 
 
 @functools.lru_cache(maxsize=None)
-def _channel_affine_kernel():
-    def kernel(y, xhat, w, b):
+def _normalize_affine_kernel():
+    def kernel(y, xhat, x, m, s, w, b):
         i = cuda.grid(1)
-        rows, positions = xhat.shape[0], xhat.shape[1]
+        rows, positions = x.shape[0], x.shape[1]
         if i < rows * positions:
             r, k = i // positions, i % positions
-            y[r, k] = affine_element(xhat[r, k], w[r], b[r])
+            v = normalize_element(x[r, k], m[r], s[r])
+            xhat[r, k] = v
+            y[r, k] = affine_element(v, w[r], b[r])
 
     return cuda.jit(cache=not SIMULATOR)(kernel), kernel
 
@@ -113,11 +115,11 @@ def normalize_grad(stream, out, gy, xhat, w, mg, c, s):
         _normalize_grad_kernel()[0][_blocks(n), THREADS, stream](out, gy, xhat, w, mg, c, s)
 
 
-def channel_affine(stream, y, xhat, w, b):
-    """Same contract as softrep.cpu.normalization.channel_affine."""
-    n = xhat.shape[0] * xhat.shape[1]
+def normalize_affine(stream, y, xhat, x, m, s, w, b):
+    """Same contract as softrep.cpu.normalization.normalize_affine."""
+    n = x.shape[0] * x.shape[1]
     if n:
-        _channel_affine_kernel()[0][_blocks(n), THREADS, stream](y, xhat, w, b)
+        _normalize_affine_kernel()[0][_blocks(n), THREADS, stream](y, xhat, x, m, s, w, b)
 
 
 def batch_norm_grad(stream, sums, gy, xhat, w):
@@ -157,8 +159,8 @@ def _register_audit():
                        lambda a=(a2, a2, a1, a1): (_normalize_kernel()[1], a))
         audit.register(f"normalization.normalize_grad.{dtype_name}",
                        lambda a=(a2, a2, a2, a1, a1, a1, a1): (_normalize_grad_kernel()[1], a))
-        audit.register(f"normalization.channel_affine.{dtype_name}",
-                       lambda a=(a2, a2, a1, a1): (_channel_affine_kernel()[1], a))
+        audit.register(f"normalization.normalize_affine.{dtype_name}",
+                       lambda a=(a2, a2, a2, a1, a1, a1, a1): (_normalize_affine_kernel()[1], a))
         audit.register(f"normalization.batch_norm_grad.{dtype_name}",
                        lambda a=(a2, a2, a2, a2, a1, a2, a2, a2): (_batch_norm_grad_kernel()[1], a))
         audit.register(f"normalization.layer_norm.{dtype_name}",

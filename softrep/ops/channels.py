@@ -81,14 +81,15 @@ def normalize_grad(g, xhat, mg, c, s, w=None):
     return row_normalize_grad(_rows(g), _rows(xhat), *rows).reshape(g.shape)
 
 
-def channel_affine(xhat, w, b):
-    """add(mul(xhat, w), b), w and b per channel (C elements each)."""
-    rows = _rows(xhat)
-    out = rows.new_empty(rows.shape)
-    if out.numel():
-        backend.execute(cpu_normalization.channel_affine, cuda_normalization.channel_affine, [out],
-                        [rows, _per_row(w, xhat), _per_row(b, xhat)])
-    return out.reshape(xhat.shape)
+def normalize_affine(x, m, s, w, b):
+    """(y, xhat): xhat = div(sub(x, m), s) and y = add(mul(xhat, w), b), m, s, w
+    and b per channel (C elements each), in one pass over x."""
+    rows = _rows(x)
+    y, xhat = rows.new_empty(rows.shape), rows.new_empty(rows.shape)
+    if rows.numel():
+        backend.execute(cpu_normalization.normalize_affine, cuda_normalization.normalize_affine, [y, xhat],
+                        [rows] + [_per_row(t, x) for t in (m, s, w, b)])
+    return y.reshape(x.shape), xhat.reshape(x.shape)
 
 
 def batch_norm_grad_sums(gy, xhat, w):

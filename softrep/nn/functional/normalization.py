@@ -352,24 +352,35 @@ def _channel_sums(x):
     return summation.sum(x, tuple(range(2, x.dim()))) if x.dim() > 2 else x
 
 
-def _batch_moments(x, eps):
-    """(xhat, m, ss, s) of batch_norm in training: per channel, each sample's sum
+def _batch_statistics(x, eps):
+    """(m, ss, s, d) of batch_norm in training: per channel, each sample's sum
     over its positions, the batch tree over the samples of the global batch
-    (`batchtree.batch_statistic`), divided by the global count."""
+    (`batchtree.batch_statistic`), divided by the global count; ss the same
+    sum of mul(d, d), d = sub(x, m), and s = sqrt(add(div(ss, count), eps)).
+    d is returned where the separate ops run (a graph is recorded), for the
+    normalisation to reuse; None where the fused passes run."""
     fn = "batch_norm"
     view = _channel_view(x)
     count = float(batchtree.batch_count(fn, x) // x.shape[1])
     m = E.div(batchtree.batch_statistic(fn, _channel_sums(x)), count).reshape(view)
     if channels.fusable():
-        # the same roundings as below, fused per channel (softrep.ops.channels):
-        # no tensor of deviations, squares or broadcast statistics
-        ss = batchtree.batch_statistic(fn, channels.centered_square_sums(x, m)).reshape(view)
-        s = E.sqrt(E.add(E.div(ss, count), eps))
-        return channels.normalize(x, m, s), m, ss, s
-    d = E.sub(x, m)
-    ss = batchtree.batch_statistic(fn, _channel_sums(E.mul(d, d))).reshape(view)
-    s = E.sqrt(E.add(E.div(ss, count), eps))
-    return E.div(d, s), m, ss, s
+        # the same roundings as the separate ops, fused per channel
+        # (softrep.ops.channels): no tensor of deviations, squares or
+        # broadcast statistics
+        d = None
+        ss = channels.centered_square_sums(x, m)
+    else:
+        d = E.sub(x, m)
+        ss = _channel_sums(E.mul(d, d))
+    ss = batchtree.batch_statistic(fn, ss).reshape(view)
+    return m, ss, E.sqrt(E.add(E.div(ss, count), eps)), d
+
+
+def _batch_moments(x, eps):
+    """(xhat, m, ss, s): `_batch_statistics` and xhat = div(sub(x, m), s)."""
+    m, ss, s, d = _batch_statistics(x, eps)
+    xhat = channels.normalize(x, m, s) if d is None else E.div(d, s)
+    return xhat, m, ss, s
 
 
 class _BatchNormalize(backend.Function):
@@ -418,10 +429,11 @@ def _batch_norm_composite(x, weight, bias, eps):
 
 class _BatchNormAffine(backend.Function):
     """batch_norm in training with its affine map, y = add(mul(xhat, w), b):
-    the bits of `_batch_norm_composite`, the separate ops, with the affine
-    map in one pass (softrep.ops.channels.channel_affine) and, in the
-    backward, the sums of the affine map's and the normalisation's gradients
-    in one row pass (channels.batch_norm_grad_sums).
+    the bits of `_batch_norm_composite`, the separate ops, with the
+    normalisation and the affine map in one pass
+    (softrep.ops.channels.normalize_affine) and, in the backward, the sums
+    of the affine map's and the normalisation's gradients in one row pass
+    (channels.batch_norm_grad_sums).
 
     Outputs y and the statistics m, ss, with xhat and s for the backward
     (none of the four differentiable).  The weight's and the bias's
@@ -434,9 +446,13 @@ class _BatchNormAffine(backend.Function):
 
     @staticmethod
     def forward(x, weight, bias, eps):
-        xhat, m, ss, s = _batch_moments(x, eps)
         c = x.shape[1]
-        y = channels.channel_affine(xhat, _or_filled(weight, c, 1.0, x), _or_filled(bias, c, -0.0, x))
+        # Nothing records here (torch's apply runs the forward without grad,
+        # and backend.call runs it directly only when autograd has nothing
+        # to record), so the fused passes apply.
+        with torch.no_grad():
+            m, ss, s, _ = _batch_statistics(x, eps)
+            y, xhat = channels.normalize_affine(x, m, s, _or_filled(weight, c, 1.0, x), _or_filled(bias, c, -0.0, x))
         return y, m, ss, xhat, s
 
     @staticmethod
