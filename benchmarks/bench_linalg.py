@@ -47,7 +47,7 @@ def main():
               f"torch {t_torch * 1e3:9.1f} ms  ratio {t_torch / t_ours:5.2f}  (first call {first:.1f} s)",
               flush=True)
 
-    sizes = [256, 512] if args.quick else [256, 1024, 2048]
+    sizes = [256, 512] if args.quick else [256, 512, 1024, 2048]
     for dtype in (torch.float32, torch.float64):
         for n in sizes:
             if dtype == torch.float64 and n > 1024:
@@ -60,6 +60,14 @@ def main():
     bias = torch.randn(3072, dtype=torch.float32, generator=gen)
     case("linear 64x768 -> 3072 float32", lambda: softrep.linear(x, w, bias),
          lambda: F.linear(x, w, bias), 2 * 64 * 768 * 3072)
+    # the backward's skinny products: the input's gradient (64x3072 @ 3072x768)
+    # and the weight's (3072x64 @ 64x768; softrep: the batch tree over the
+    # 64 one-row samples, docs/order.md), with the bias's sums
+    xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, bias))
+    gy = torch.randn(64, 3072, dtype=torch.float32, generator=gen)
+    case("linear 64x768 -> 3072 float32 fwd+bwd",
+         lambda: torch.autograd.grad(softrep.linear(xg, wg, bg), (xg, wg, bg), gy),
+         lambda: torch.autograd.grad(F.linear(xg, wg, bg), (xg, wg, bg), gy), 3 * 2 * 64 * 768 * 3072)
 
     batch = 4 if args.quick else 32
     x = torch.randn(batch, 64, 56, 56, dtype=torch.float32, generator=gen)

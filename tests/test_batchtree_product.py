@@ -52,7 +52,8 @@ def materialised_nodes(at, b, start, total):
 CASES = [  # samples, k, m, n
     (1, 1, 1, 1), (2, 3, 5, 4), (3, 5, 7, 9), (7, 4, 17, 33), (13, 3, 30, 40), (64, 2, 15, 70), (37, 0, 3, 4),
     # one row per sample (k = 1): nodes of eight in registers, either operand along the lanes
-    (8, 1, 5, 40), (13, 1, 40, 6), (64, 1, 15, 70), (100, 1, 33, 17), (9, 1, 1, 9), (6, 1, 4, 3)]
+    (8, 1, 5, 40), (13, 1, 40, 6), (64, 1, 15, 70), (100, 1, 33, 17), (9, 1, 1, 9), (6, 1, 4, 3),
+    (11, 1, 150, 130)]  # both rows long enough for the lanes: the output's own rows along them
 
 
 @pytest.mark.parametrize("launch", ["serial", "parallel"])
@@ -60,11 +61,13 @@ CASES = [  # samples, k, m, n
 @pytest.mark.parametrize("samples,k,m,n", CASES)
 def test_tree_product_is_the_materialised_tree(samples, k, m, n, dtype, launch, monkeypatch):
     """On the calling thread (small launches) and in parallel: the bits of the
-    materialised tree."""
+    materialised tree.  Samples of one row (k = 1) take their own schedule at
+    any size; in parallel its output rows are shared among the threads."""
     from softrep.cpu import linalg as cpu_linalg
 
     if launch == "parallel":
         monkeypatch.setattr(cpu_linalg, "SERIAL_FMAS", -1)
+        monkeypatch.setattr(cpu_linalg, "SPLIT_FMAS", 0)
     at, b = operands(samples * 100 + m, samples, k, m, n, dtype)
     for start, total in [(0, samples), (3, samples + 5), (samples % 4, samples + 11)]:
         want = materialised_nodes(at, b, start, total)
@@ -84,8 +87,8 @@ def test_one_row_samples_start_their_chains_from_plus_zero(dtype, monkeypatch):
     one-row schedule does run."""
     from softrep.cpu import linalg as cpu_linalg
     calls = []
-    outer = cpu_linalg.serial_outer_tree
-    monkeypatch.setattr(cpu_linalg, "serial_outer_tree", lambda *a: (calls.append(a[-3:]), outer(*a))[1])
+    outer = cpu_linalg.outer_tree
+    monkeypatch.setattr(cpu_linalg, "outer_tree", lambda *a: (calls.append(a[-3:]), outer(*a))[1])
     for samples, m, n in [(8, 2, 3), (5, 2, 3), (1, 3, 2), (16, 3, 2)]:
         at = torch.full((samples, 1, 1, m), -0.0, dtype=dtype)
         b = torch.ones(samples, 1, 1, n, dtype=dtype)

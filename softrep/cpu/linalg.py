@@ -973,27 +973,34 @@ def serial_tree_product(dtype, out, at, bm, first, counts, nodes, samples, group
 
 
 # Samples of one row (K = 1, one group: a linear layer's [batch, features]
-# input): the serial schedule of `tree_product` for them.  Output row i of a
-# node is n lanes with one stack of tree nodes; for each aligned run of eight
+# input): the schedule of `tree_product` for them.  Output row i of a node is
+# n lanes with one stack of tree nodes; for each aligned run of eight
 # samples the leaves and their node are formed in registers
 # (`outer_node_of_eight`) and only the node is pushed, so the stack is
 # touched once per eight samples instead of once per sample; a run of fewer
 # than eight at the node's end goes through a stack of its own
 # (`outer_leaf`).  The same leaves and the same tree, so the same bits, as
-# the per-sample micro-kernel chains.
+# the per-sample micro-kernel chains.  Every output element's tree is formed
+# alone, so the threads can share the output rows: each task takes a run of
+# OUTER_ROWS-row blocks.
 
 TAIL_SLOTS = tree_slots(7)
-OUTER_ROWS = 4  # output rows per stack of `serial_outer_tree`
+OUTER_ROWS = 4  # output rows per stack of `outer_tree`
+# Below this many lanes the output's own rows are too short a vector loop:
+# the other operand runs along the lanes and the stores are strided
+# (docs/benchmarks.md).
+OUTER_MIN_LANES = 128
 
 
-def _serial_outer_tree(dtype):
-    def outer_tree_serial(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, mask):
+def _outer_tree(dtype):
+    @njit(cache=True, error_model="numpy")
+    def outer_tree_rows(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, b0, b1):
         # a (S, M) and b (S, N) C-contiguous, out (nodes, M, N), or (nodes, N,
         # M) when `transposed`: out[node, i, j] (out[node, j, i]) the batch
-        # tree over the node's samples of chain_step(a[s, i], b[s, j], +0).
-        # OUTER_ROWS output rows share one stack, whose slots hold their n
-        # lanes side by side, so each carry runs over all of them.
-        old = enter_ieee(mask)
+        # tree over the node's samples of chain_step(a[s, i], b[s, j], +0),
+        # for the rows i of blocks b0 .. b1-1.  OUTER_ROWS output rows share
+        # one stack, whose slots hold their n lanes side by side, so each
+        # carry runs over all of them.
         o = carray(address_as_pointer(out), nodes * m * n, dtype)
         x = carray(address_as_pointer(a), samples * m, dtype)
         y = carray(address_as_pointer(b), samples * n, dtype)
@@ -1004,7 +1011,7 @@ def _serial_outer_tree(dtype):
         for node in range(nodes):
             f, c = node_first[node], node_count[node]
             eights = c // 8
-            for i0 in range(0, m, OUTER_ROWS):
+            for i0 in range(b0 * OUTER_ROWS, min(m, b1 * OUTER_ROWS), OUTER_ROWS):
                 rows = min(OUTER_ROWS, m - i0)
                 ld = rows * n
                 count = 0
@@ -1035,30 +1042,54 @@ def _serial_outer_tree(dtype):
                     at = (node * m + i0) * n
                     for j in range(ld):
                         o[at + j] = stack[j]
+
+    def outer_tree_serial(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, mask):
+        old = enter_ieee(mask)
+        outer_tree_rows(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, 0,
+                        (m + OUTER_ROWS - 1) // OUTER_ROWS)
         leave_ieee(old)
 
+    def outer_tree_split(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, tasks):
+        blocks = (m + OUTER_ROWS - 1) // OUTER_ROWS
+        for t in prange(tasks):
+            outer_tree_rows(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, t * blocks // tasks,
+                            (t + 1) * blocks // tasks)
+
     address = types.intp
-    return kernel(f"linalg.serial_outer_tree.{np.dtype(dtype).name}",
-                  (address,) * 5 + (_I,) * 5 + (types.boolean, _I))(
+    name = np.dtype(dtype).name
+    serial = kernel(f"linalg.serial_outer_tree.{name}", (address,) * 5 + (_I,) * 5 + (types.boolean, _I))(
         njit(cache=True, error_model="numpy")(outer_tree_serial))
+    split = kernel(f"linalg.split_outer_tree.{name}", (address,) * 5 + (_I,) * 5 + (types.boolean, _I))(
+        njit(parallel=True, cache=True)(outer_tree_split))
+    return serial, split
 
 
-_SERIAL_OUTER_TREE = {np.dtype(t): _serial_outer_tree(t) for t in (np.float32, np.float64)}
+_OUTER_TREE = {np.dtype(t): _outer_tree(t) for t in (np.float32, np.float64)}
 
 
-def serial_outer_tree(dtype, out, a, b, first, counts, nodes, samples, m, n, largest):
-    """`tree_product` of samples of one row (K = 1, one group) on the calling
-    thread, through addresses: a (S, M) and b (S, N) C-contiguous buffers of
-    numpy dtype `dtype`, out (nodes, M, N), first and counts int64 tables of
-    the nodes' samples (counts >= 1, at most `largest`).  The same leaves,
-    tree and canonical NaNs as `serial_tree_product`.  The longer of the two
-    operand rows is the one along the vector lanes: a leaf's fma(a, b, +0)
-    is fma(b, a, +0), bit for bit (one exact product, rounded once)."""
+def outer_tree(dtype, out, a, b, first, counts, nodes, samples, m, n, largest):
+    """`tree_product` of samples of one row (K = 1, one group), through
+    addresses: a (S, M) and b (S, N) C-contiguous buffers of numpy dtype
+    `dtype`, out (nodes, M, N), first and counts int64 tables of the nodes'
+    samples (counts >= 1, at most `largest`).  The same leaves, tree and
+    canonical NaNs as `serial_tree_product`.  The output's rows (b's) run
+    along the vector lanes, unless they are shorter than OUTER_MIN_LANES and
+    a's are longer: then a's do, and the output is stored transposed (a
+    leaf's fma(a, b, +0) is fma(b, a, +0), bit for bit: one exact product,
+    rounded once).  On the calling thread below SPLIT_FMAS leaves, else with
+    the output rows shared among the threads in one launch."""
     slots = tree_slots(largest // 8 + 1)
-    if m > n:
-        _SERIAL_OUTER_TREE[dtype](out, b, a, first, counts, nodes, samples, n, m, slots, True, CONTROL_MASK)
+    transposed = m > n and n < OUTER_MIN_LANES
+    if transposed:
+        a, b, m, n = b, a, n, m
+    serial, split = _OUTER_TREE[dtype]
+    blocks = (m + OUTER_ROWS - 1) // OUTER_ROWS
+    tasks = 1 if samples * m * n < SPLIT_FMAS else min(numba.get_num_threads(), blocks)
+    if tasks > 1:
+        with ieee_state():
+            split(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, tasks)
     else:
-        _SERIAL_OUTER_TREE[dtype](out, a, b, first, counts, nodes, samples, m, n, slots, False, CONTROL_MASK)
+        serial(out, a, b, first, counts, nodes, samples, m, n, slots, transposed, CONTROL_MASK)
 
 
 def tree_product(out, at, bm, first, counts, dims):

@@ -151,12 +151,14 @@ def tree_product(at, b, ranges):
         return out.zero_()
     first = index_table([f for f, _ in ranges], at.device)
     counts = index_table([c for _, c in ranges], at.device)
+    if k_count == 1 and groups == 1:  # one row per sample: eight leaves at a time, any size
+        dtype = backend.light_dtype((at, b, out), same_shape=False)
+        if dtype is not None:
+            cpu_linalg.outer_tree(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
+                                  counts.data_ptr(), len(ranges), samples, m, n, max(c for _, c in ranges))
+            return out
     if samples * groups * k_count * m * n <= cpu_linalg.SERIAL_FMAS:
         dtype = backend.light_dtype((at, b, out), same_shape=False)
-        if dtype is not None and k_count == 1 and groups == 1:  # one row per sample: eight leaves at a time
-            cpu_linalg.serial_outer_tree(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
-                                         counts.data_ptr(), len(ranges), samples, m, n, max(c for _, c in ranges))
-            return out
         if dtype is not None:  # on the calling thread, through addresses
             cpu_linalg.serial_tree_product(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
                                            counts.data_ptr(), len(ranges), samples, groups, k_count, m, n,
