@@ -17,7 +17,9 @@ the cache key of every softrep kernel is a hash of the whole softrep source
 tree, so changing any algorithm (a primitive, a helper called from a kernel)
 invalidates every cached kernel.  Numba's default locator only looks at the
 modification time of the file that defines the kernel, and would happily reuse
-a kernel compiled against an older rounding primitive.
+a kernel compiled against an older rounding primitive.  Within one source
+tree a kernel is found by Numba's index key, whose hash of the kernel's
+closure variables is made the same in every process (`_closure_key`).
 
 A module that holds no kernel code at all (it only composes softrep ops on
 torch tensors: layers, losses, optimizers, tooling) can opt out of the hash by
@@ -344,10 +346,64 @@ def _make_locator(base):
     return SoftrepCacheLocator
 
 
+def _closure_key(value, seen):
+    """A description of one closure variable of a softrep kernel that is the
+    same in every process, for the kernel's cache key.  Numba hashes the
+    pickle of a kernel's closure variables; a compiled function there (a
+    Numba dispatcher, which a kernel factory captures to call it) pickles
+    with a uuid drawn anew in every process, so such a kernel would never
+    find itself in the cache and would compile again in every process.  Here
+    a dispatcher stands for its Python function, and a function for its
+    module, qualified name, bytecode, its own closure variables and the
+    values of the plain globals it reads (what cloudpickle keeps of a
+    function defined inside another); containers go item by item, anything
+    else as it is (Numba's pickle of it)."""
+    from numba.core.dispatcher import Dispatcher
+
+    if isinstance(value, Dispatcher):
+        value = value.py_func
+    if inspect.isfunction(value):
+        if id(value) in seen:
+            return ("function", value.__module__, value.__qualname__)
+        seen.add(id(value))
+        cells = () if value.__closure__ is None else tuple(
+            _closure_key(cell.cell_contents, seen) for cell in value.__closure__)
+        names = value.__globals__
+        plain = tuple((name, names[name]) for name in value.__code__.co_names
+                      if name in names and not (inspect.ismodule(names[name]) or callable(names[name])))
+        return ("function", value.__module__, value.__qualname__, value.__code__.co_code, cells, plain)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_closure_key(v, seen) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), _closure_key(v, seen)) for k, v in value.items()))
+    return value
+
+
+def _stable_index_key(core_caching, locator_class):
+    """Numba's cache index key with `_closure_key` for the closure variables of
+    the functions that `locator_class` caches (softrep's); other functions keep
+    Numba's own key."""
+    from numba.core.serialize import dumps
+
+    numba_key = core_caching.Cache._index_key
+
+    def index_key(self, sig, codegen):
+        py_func = self._py_func
+        if py_func.__closure__ is None or not isinstance(self._impl.locator, locator_class):
+            return numba_key(self, sig, codegen)
+        cells = tuple(_closure_key(cell.cell_contents, set()) for cell in py_func.__closure__)
+        return (sig, codegen.magic_tuple(), (hashlib.sha256(py_func.__code__.co_code).hexdigest(),
+                                             hashlib.sha256(dumps(cells)).hexdigest()))
+
+    core_caching.Cache._index_key = index_key
+
+
 def _install_cache_locators():
     from numba.core import caching as core_caching
 
-    core_caching.CacheImpl._locator_classes.insert(0, _make_locator(core_caching._CacheLocator))
+    locator = _make_locator(core_caching._CacheLocator)
+    core_caching.CacheImpl._locator_classes.insert(0, locator)
+    _stable_index_key(core_caching, locator)
 
 
 def _install_cuda_cache_locator():
