@@ -353,15 +353,16 @@ def _closure_key(value, seen):
     Numba dispatcher, which a kernel factory captures to call it) pickles
     with a uuid drawn anew in every process, so such a kernel would never
     find itself in the cache and would compile again in every process.  Here
-    a dispatcher stands for its Python function, and a function for its
-    module, qualified name, bytecode, its own closure variables and the
-    values of the plain globals it reads (what cloudpickle keeps of a
-    function defined inside another); containers go item by item, anything
-    else as it is (Numba's pickle of it)."""
+    a dispatcher stands for its options and its Python function, and a
+    function for its module, qualified name, bytecode, its own closure
+    variables and the values of the plain globals it reads (what cloudpickle
+    keeps of a function defined inside another); containers go item by
+    item, anything else as it is (Numba's pickle of it)."""
     from numba.core.dispatcher import Dispatcher
 
     if isinstance(value, Dispatcher):
-        value = value.py_func
+        options = tuple(sorted((k, repr(v)) for k, v in value.targetoptions.items()))
+        return ("dispatcher", options, _closure_key(value.py_func, seen))
     if inspect.isfunction(value):
         if id(value) in seen:
             return ("function", value.__module__, value.__qualname__)
