@@ -90,3 +90,48 @@ def test_launcher_first_loop_is_vectorised(name, dtype):
     body = _function_ir("\n".join(chunk.inspect_llvm().values()), "_decided_chunk")
     lanes = "double" if dtype == "float64" else "float"
     assert re.search(rf"<\d+ x {lanes}>", body), f"{name} ({dtype}): the launcher's first loop is not vectorised"
+
+
+def _softmax_row_callers():
+    """The fused softmax row functions of softrep.algorithms.softmax that take
+    exp, each in a kernel's form (softrep/cpu/softmax.py), with float32
+    arguments."""
+    import softrep.algorithms.softmax as S
+
+    def rows(out, x, partials):
+        prefer_host_vectors()
+        S.softmax_row(out, x, partials)
+
+    def log_rows(out, x, partials):
+        prefer_host_vectors()
+        S.log_softmax_row(out, x, partials)
+
+    def log_grad_rows(dx, g, out, partials):
+        prefer_host_vectors()
+        S.log_softmax_grad_row(dx, g, out, partials)
+
+    def nll_grad_rows(dx, logp, t, kept, coef):
+        prefer_host_vectors()
+        S.nll_grad_row(dx, logp, t, kept, coef)
+
+    x = np.linspace(-3.0, 2.0, 256).astype(np.float32)
+    partials = np.empty(2, np.float32)
+    return {"softmax_row": (rows, (np.empty_like(x), x, partials)),
+            "log_softmax_row": (log_rows, (np.empty_like(x), x, partials)),
+            "log_softmax_grad_row": (log_grad_rows, (np.empty_like(x), x, x, partials)),
+            "nll_grad_row": (nll_grad_rows, (np.empty_like(x), x, 3, True, np.float32(-0.5)))}
+
+
+@pytest.mark.parametrize("name", ("softmax_row", "log_softmax_row", "log_softmax_grad_row", "nll_grad_row"))
+def test_softmax_rows_exp_loop_is_vectorised(name):
+    """The loop of each row function that runs exp's first step over the row
+    is a vector loop: exp's float32 first step computes in double, so the
+    row's vector double arithmetic is that loop's (the row sums of float32
+    rows run in float lanes).  A loop LLVM leaves scalar gives the same bits
+    several times slower; nll_grad_row's did when its length was read from
+    the array it stores to."""
+    caller, args = _softmax_row_callers()[name]
+    compiled = njit(error_model="numpy")(caller)
+    compiled(*args)
+    ir = "\n".join(compiled.inspect_llvm().values())
+    assert re.search(r"<\d+ x double>", ir), f"{name}: exp's loop is not vectorised"

@@ -36,7 +36,8 @@ import numpy as np
 from numba.core import types as _types
 
 from ..primitives.jit import by_type
-from ..primitives.rounding import canonical, div_rn, is_undecided, jitable, mul_rn, negate, sub_rn, undecided, zero
+from ..primitives.rounding import (add_rn, canonical, div_rn, is_undecided, jitable, mul_rn, negate, sub_rn, undecided,
+                                   zero)
 from .math.exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .math.log import log_f32, log_f64
 from .reduction import key_value, narrow_key, row_sum, widen_key
@@ -150,18 +151,39 @@ def nll_of_row(logp, t, kept):
 
 
 @jitable
-def nll_grad_row(dx, grow, logp, t, kept, coef, partials):
-    """log_softmax's input gradient of one row whose output gradient is the
+def nll_grad_row(dx, logp, t, kept, coef):
+    """log_softmax's input gradient of one row whose output gradient g is the
     nll's: +0 at every class and `coef` at class t (+0 everywhere where the
-    target is ignored).  `grow` (the row's length) receives that gradient row,
-    which `log_softmax_grad_row` then reads as the separate ops would: its sum
-    in the documented order over every class, zeros included."""
-    n = grow.shape[0]
+    target is ignored, not kept).  These are the bits of
+    `log_softmax_grad_row(dx, g, logp, partials)`, without the row g:
+
+    * sum(g) is known exactly.  With c = coef (+0 where ignored), every
+      addition of the documented sum has a +0 operand (the other partials
+      are sums of +0), and x + (+0) is x for every x but -0, which gives +0.
+      So each partial is c or +0, and the sum is c for a row of one class
+      (no addition), add_rn(c, +0) otherwise; NaN canonical, as row_sum
+      returns it.
+    * dx[k] = sub(g[k], mul(exp(logp[k]), s)) with g[k] = +0 for every
+      k != t; class t, with g[t] = coef, is computed once more after the
+      row (`exp_rn` gives exp_decide's bits wherever that decides).
+
+    The row length is read from logp, which the loop only reads: taken from
+    dx, the array it stores to, the loop does not vectorise."""
+    n = logp.shape[0]
+    z = zero(coef)
+    c = coef if kept else z
+    s = canonical(c if n == 1 else add_rn(c, z))
+    marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
-        grow[k] = zero(coef)
+        r, ok = exp_decide(logp[k])
+        dx[k] = canonical(sub_rn(z, mul_rn(r, s))) if ok else undecided(r)
+        marked |= np.uint32(0) if ok else np.uint32(1)
+    if marked:
+        for k in range(n):
+            if is_undecided(dx[k]):
+                dx[k] = canonical(sub_rn(z, mul_rn(exp_rn(logp[k]), s)))
     if kept:
-        grow[t] = coef
-    log_softmax_grad_row(dx, grow, logp, partials)
+        dx[t] = canonical(sub_rn(coef, mul_rn(exp_rn(logp[t]), s)))
 
 
 @jitable

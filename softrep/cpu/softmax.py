@@ -112,9 +112,10 @@ def log_backward(dx, partials, g, out):
 # functions, the rows split into `items` runs (one thread's each; every row
 # is computed alone, so the split changes no bit), then the losses added
 # along the batch tree in position order (the bits of `tree_sum` over the
-# per-position losses) and the mean.  The backward builds each row's nll
-# gradient and runs log_softmax's backward on it.  The same roundings in the
-# same order as the separate ops, so the same bits.
+# per-position losses) and the mean.  The backward is log_softmax's backward
+# of each row's nll gradient, whose sum it knows without the row
+# (`nll_grad_row`).  The same roundings in the same order as the separate
+# ops, so the same bits.
 
 
 @njit(cache=True, error_model="numpy")
@@ -130,11 +131,9 @@ def _cross_entropy_rows(losses, lp, a, t, r0, r1, classes, ignore):
 @njit(cache=True, error_model="numpy")
 def _cross_entropy_grad_rows(d, lp, t, coef, r0, r1, classes, ignore):
     prefer_host_vectors()
-    partials = np.empty((classes + BLOCK - 1) // BLOCK, lp.dtype)
-    grow = np.empty(classes, lp.dtype)
     for i in range(r0, r1):
-        nll_grad_row(d[i * classes:(i + 1) * classes], grow, lp[i * classes:(i + 1) * classes], max(t[i], 0),
-                     t[i] != ignore, coef, partials)
+        nll_grad_row(d[i * classes:(i + 1) * classes], lp[i * classes:(i + 1) * classes], max(t[i], 0),
+                     t[i] != ignore, coef)
 
 
 def _cross_entropy_kernels(dtype):
