@@ -170,8 +170,11 @@ def abs32(x):
 @jitable
 def clamp(x, lo, hi):
     """x limited to [lo, hi] by comparisons and selects (builtin min/max become
-    libdevice fminf/fmaxf calls on CUDA); a NaN passes through."""
-    return lo if x < lo else (hi if x > hi else x)
+    libdevice fminf/fmaxf calls on CUDA); a NaN passes through.  Each select
+    compares the value it passes on, so that each is one x86 min or max
+    instruction (those return their second operand, x, for a NaN)."""
+    y = hi if x > hi else x
+    return lo if y < lo else y
 
 @jitable
 def round_if_within(y, window_lo, window_hi):
