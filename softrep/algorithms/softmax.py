@@ -26,7 +26,10 @@ exp is evaluated by its branch-free fast path over the whole row first (a
 loop that vectorises), which marks the elements it leaves undecided with
 `undecided`, a NaN no result has; only then, and only at the marked
 elements, does the correctly rounded scalar function run.  So every element
-is exp(z) correctly rounded, as the elementwise op computes it.
+is exp(z) correctly rounded, as the elementwise op computes it.  The
+backward loops mark a NaN result too, and the scalar pass stores it
+canonical: a comparison costs the vector loop less than canonicalising
+every element (a bit test and a select).
 
 Scratch: `partials` holds at least ceil(n / BLOCK) elements of the row's
 dtype (the block partials of the row's sums).
@@ -132,7 +135,9 @@ def log_softmax_grad_row(dx, g, out, partials):
     marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(out[k])
-        dx[k] = canonical(sub_rn(g[k], mul_rn(r, s))) if ok else undecided(r)
+        v = sub_rn(g[k], mul_rn(r, s))
+        ok = ok & (v == v)
+        dx[k] = v if ok else undecided(r)
         marked |= np.uint32(0) if ok else np.uint32(1)
     if marked:
         for k in range(n):
@@ -176,7 +181,9 @@ def nll_grad_row(dx, logp, t, kept, coef):
     marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(logp[k])
-        dx[k] = canonical(sub_rn(z, mul_rn(r, s))) if ok else undecided(r)
+        v = sub_rn(z, mul_rn(r, s))
+        ok = ok & (v == v)
+        dx[k] = v if ok else undecided(r)
         marked |= np.uint32(0) if ok else np.uint32(1)
     if marked:
         for k in range(n):
