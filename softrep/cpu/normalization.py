@@ -32,7 +32,7 @@ from numba.extending import register_jitable
 
 from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms,
                                         layer_norm_grad_row, layer_norm_row, mean_of_sum, normalize_element,
-                                        normalize_grad_element, scale_of_squares, scaled_normalize_grad_element)
+                                        normalize_grad_element, normalized, scale_of_squares, scaled_normalize_grad_element)
 from ..algorithms.products import tree_carry, tree_finish, tree_node_of_eight, tree_slot, tree_slots
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
 from ..primitives.vector import LANES
@@ -255,7 +255,7 @@ def _layer_norm_eight(y, m, s, x, w, b, n, eps, center, g0, g1):
             mi = m[i0 + r]
             row = np.uint64(i0 + r) * width
             for k in range(width):
-                yf[row + k] = affine_element(normalize_element(xf[row + k], mi, si), w[k], b[k])
+                yf[row + k] = affine_element(normalized(xf[row + k], mi, si), w[k], b[k])
 
 
 @kernel("normalization.layer_norm_grad_groups", (_c(_F32, 2), _R32, _c(_F32, 2), _c(_F32, 2), _R32, _R32, _R32,
@@ -286,7 +286,7 @@ def _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, ge, lanes
         mg = mean_of_sum(sums[half + r], n) if center else zero
         row, at = np.uint64(i0 + r) * width, np.uint64(r) * width
         for k in range(width):
-            dxf[row + k] = normalize_grad_element(gx[at + k], normalize_element(xf[row + k], mi, si), mg, c, si)
+            dxf[row + k] = normalize_grad_element(gx[at + k], normalized(xf[row + k], mi, si), mg, c, si)
 
 
 @register_jitable
