@@ -135,7 +135,7 @@ CW1 = F64(float.fromhex("0x1.45f306ep-1"))
 CW2 = F64(float.fromhex("-0x1.b1bbeadp-32"))
 CW3 = F64(float.fromhex("-0x1.80f62a0b82b2dp-62"))
 _SHIFT = F64(6755399441055744.0)  # 1.5 * 2^52: RN(z + _SHIFT) - _SHIFT rounds z to an integer (|z| < 2^51)
-_Q_MASK = np.int32(3)
+_Q_MASK64 = np.int64(3)
 
 
 @jitable
@@ -170,11 +170,15 @@ def reduce_quadrant_small(a):
     < 2^-114 |T|: the same bound.  No product underflows (a >= 2^-149)."""
     inline_into_callers()
     ad = F64(a)
-    k = sub_rn(fma_rn(ad, TWO_OVER_PI_D, _SHIFT), _SHIFT)
+    shifted = fma_rn(ad, TWO_OVER_PI_D, _SHIFT)
+    k = sub_rn(shifted, _SHIFT)
     t = sub_rn(mul_rn(ad, CW1), k)
     t = fma_rn(ad, CW2, t)
     t = fma_rn(ad, CW3, t)
-    return np.int32(k) & _Q_MASK, t
+    # q = k mod 4 from the low bits of shifted = 1.5 * 2^52 + k, whose
+    # mantissa ends in k (0 <= k < 2^51): an integer in the double's lanes,
+    # where a conversion of k gives 32-bit lanes that every select on q widens
+    return np.int64(bitcast(shifted)) & _Q_MASK64, t
 
 
 @jitable
