@@ -152,7 +152,7 @@ def reduce_quadrant_small(a):
     smallest |t| over every float32 >= 1/2), i.e. a 2/pi is at least 2^-30.8
     from every half-integer: k is the integer nearest to a 2/pi, and T =
     a 2/pi - k, |T| <= 1/2 - 2^-30.8, is reduce_quadrant's exact t (q = k
-    mod 4 its quadrant: k < 2^20 converts to int32 exactly).  For a < 1/2,
+    mod 4 its quadrant, the low bits of the shifted sum).  For a < 1/2,
     a 2/pi < 0.32 and k = 0.
 
     p1 = a CW1 is exact (24 + 29 bits) and below 2^20; t1 = p1 - k is exact:
