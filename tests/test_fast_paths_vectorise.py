@@ -110,16 +110,16 @@ def _softmax_row_callers():
         prefer_host_vectors()
         S.log_softmax_grad_row(dx, g, out, partials)
 
-    def nll_grad_rows(dx, logp, t, kept, coef):
+    def nll_grad_rows(dx, zeros, logp, t, kept, coef):
         prefer_host_vectors()
-        S.nll_grad_row(dx, logp, t, kept, coef)
+        S.nll_grad_row(dx, zeros, logp, t, kept, coef)
 
     x = np.linspace(-3.0, 2.0, 256).astype(np.float32)
     partials = np.empty(2, np.float32)
     return {"softmax_row": (rows, (np.empty_like(x), x, partials)),
             "log_softmax_row": (log_rows, (np.empty_like(x), x, partials)),
             "log_softmax_grad_row": (log_grad_rows, (np.empty_like(x), x, x, partials)),
-            "nll_grad_row": (nll_grad_rows, (np.empty_like(x), x, 3, True, np.float32(-0.5)))}
+            "nll_grad_row": (nll_grad_rows, (np.empty_like(x), np.zeros_like(x), x, 3, True, np.float32(-0.5)))}
 
 
 @pytest.mark.parametrize("name", ("softmax_row", "log_softmax_row", "log_softmax_grad_row", "nll_grad_row"))
@@ -128,7 +128,7 @@ def test_softmax_rows_exp_loop_is_vectorised(name):
     is a vector loop: exp's float32 first step computes in double, so the
     row's vector double arithmetic is that loop's (the row sums of float32
     rows run in float lanes).  A loop LLVM leaves scalar gives the same bits
-    several times slower; nll_grad_row's did when its length was read from
+    several times slower; the backward's did when its length was read from
     the array it stores to."""
     caller, args = _softmax_row_callers()[name]
     compiled = njit(error_model="numpy")(caller)

@@ -27,9 +27,9 @@ loop that vectorises), which marks the elements it leaves undecided with
 `undecided`, a NaN no result has; only then, and only at the marked
 elements, does the correctly rounded scalar function run.  So every element
 is exp(z) correctly rounded, as the elementwise op computes it.  The
-backward loops mark a NaN result too, and the scalar pass stores it
-canonical: a comparison costs the vector loop less than canonicalising
-every element (a bit test and a select).
+backward's loop (`exp_product_grad`) marks a NaN result too, and the scalar
+pass stores it canonical: a comparison costs the vector loop less than
+canonicalising every element (a bit test and a select).
 
 Scratch: `partials` holds at least ceil(n / BLOCK) elements of the row's
 dtype (the block partials of the row's sums).
@@ -130,8 +130,16 @@ def softmax_grad_row(dx, g, out, partials):
 @jitable
 def log_softmax_grad_row(dx, g, out, partials):
     """dx = sub(g, mul(exp(out), sum(g)))."""
-    n = g.shape[0]
-    s = row_sum(g, partials)
+    exp_product_grad(dx, g, out, row_sum(g, partials))
+
+
+@jitable
+def exp_product_grad(dx, g, out, s):
+    """dx[k] = sub(g[k], mul(exp(out[k]), s)) for every k, exp correctly
+    rounded, NaN canonical: exp's fast path over the row, then the marked
+    elements.  The row length is read from `out`, which the loop only reads:
+    taken from dx, the array it stores to, the loop does not vectorise."""
+    n = out.shape[0]
     marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(out[k])
@@ -156,7 +164,7 @@ def nll_of_row(logp, t, kept):
 
 
 @jitable
-def nll_grad_row(dx, logp, t, kept, coef):
+def nll_grad_row(dx, zeros, logp, t, kept, coef):
     """log_softmax's input gradient of one row whose output gradient g is the
     nll's: +0 at every class and `coef` at class t (+0 everywhere where the
     target is ignored, not kept).  These are the bits of
@@ -168,27 +176,14 @@ def nll_grad_row(dx, logp, t, kept, coef):
       So each partial is c or +0, and the sum is c for a row of one class
       (no addition), add_rn(c, +0) otherwise; NaN canonical, as row_sum
       returns it.
-    * dx[k] = sub(g[k], mul(exp(logp[k]), s)) with g[k] = +0 for every
-      k != t; class t, with g[t] = coef, is computed once more after the
-      row (`exp_rn` gives exp_decide's bits wherever that decides).
-
-    The row length is read from logp, which the loop only reads: taken from
-    dx, the array it stores to, the loop does not vectorise."""
-    n = logp.shape[0]
+    * dx = sub(g, mul(exp(logp), s)) is computed with g = `zeros` (a row of
+      +0 of the row's length, which every row can share), then class t
+      again with g[t] = coef (`exp_rn` gives exp_decide's bits wherever
+      that decides)."""
     z = zero(coef)
     c = coef if kept else z
-    s = canonical(c if n == 1 else add_rn(c, z))
-    marked = np.uint32(0)
-    for k in range(np.uint64(0), np.uint64(n)):
-        r, ok = exp_decide(logp[k])
-        v = sub_rn(z, mul_rn(r, s))
-        ok = ok & (v == v)
-        dx[k] = v if ok else undecided(r)
-        marked |= np.uint32(0) if ok else np.uint32(1)
-    if marked:
-        for k in range(n):
-            if is_undecided(dx[k]):
-                dx[k] = canonical(sub_rn(z, mul_rn(exp_rn(logp[k]), s)))
+    s = canonical(c if logp.shape[0] == 1 else add_rn(c, z))
+    exp_product_grad(dx, zeros, logp, s)
     if kept:
         dx[t] = canonical(sub_rn(coef, mul_rn(exp_rn(logp[t]), s)))
 

@@ -131,8 +131,9 @@ def _cross_entropy_rows(losses, lp, a, t, r0, r1, classes, ignore):
 @njit(cache=True, error_model="numpy")
 def _cross_entropy_grad_rows(d, lp, t, coef, r0, r1, classes, ignore):
     prefer_host_vectors()
+    zeros = np.zeros(classes, lp.dtype)
     for i in range(r0, r1):
-        nll_grad_row(d[i * classes:(i + 1) * classes], lp[i * classes:(i + 1) * classes], max(t[i], 0),
+        nll_grad_row(d[i * classes:(i + 1) * classes], zeros, lp[i * classes:(i + 1) * classes], max(t[i], 0),
                      t[i] != ignore, coef)
 
 
