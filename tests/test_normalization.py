@@ -472,6 +472,20 @@ def test_zero_elements():
     assert softrep.group_norm(torch.empty(0, 4, 2), 2).shape == (0, 4, 2)
 
 
+@pytest.mark.parametrize("rows", [3, 16])  # one row at a time, and 8 rows at a time
+def test_zero_scale_gives_nan_as_torch(rows):
+    """eps = 0 on constant rows: s = 0 and xhat = 0/0, NaN as in torch (the
+    kernels divide by s as IEEE does, not raising)."""
+    x = torch.ones(rows, 8)
+    for fn in ("layer_norm", "rms_norm"):
+        arg = x if fn == "layer_norm" else x - 1
+        want = getattr(torch.nn.functional, fn)(arg, (8,), eps=0.0)
+        got = getattr(softrep, fn)(arg, (8,), eps=0.0)
+        assert torch.isnan(want).all() and torch.isnan(got).all(), fn
+    got = softrep.group_norm(torch.ones(4, 4, 5), 2, eps=0.0)
+    assert torch.isnan(got).all()
+
+
 def test_rms_norm_default_eps_is_finfo_eps():
     x = torch.tensor([[1e-4, -2e-4, 3e-4]])
     eps = torch.finfo(torch.float32).eps

@@ -155,6 +155,26 @@ def test_cpu_does_not_contract_mul_add():
     assert same_bits(np.float64(mul_then_add(a64, b64, c64)), mpfr_op("add", (mpfr_op("mul", (a64, b64), np.float64), c64), np.float64))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rounding", list(SUFFIXES))
+def test_cpu_division_by_zero_is_ieee_under_every_error_model(dtype, rounding):
+    """div by +-0 gives +-inf (or NaN for 0/0) in a kernel compiled with Numba's
+    default error model too, whose own `/` raises ZeroDivisionError."""
+    import numba
+
+    div = R.primitive("div", rounding)
+
+    @numba.njit  # error_model="python", as every kernel without error_model="numpy"
+    def quotient(a, b):
+        return div(a, b)
+
+    one, zero = dtype(1.0), dtype(0.0)
+    assert quotient(one, zero) == np.inf
+    assert quotient(one, -zero) == -np.inf
+    assert quotient(-one, zero) == -np.inf
+    assert np.isnan(quotient(zero, zero))
+
+
 def test_mixed_types_are_rejected():
     with pytest.raises(TypeError, match="one type"):
         R.add_rn(np.float32(1), np.float64(1))

@@ -75,6 +75,23 @@ llvm_fma = _llvm_float_intrinsic("llvm.fma", 3)
 llvm_sqrt = _llvm_float_intrinsic("llvm.sqrt", 1)
 
 
+@intrinsic
+def llvm_fdiv(typingctx, a, b):
+    """LLVM `fdiv` (no fast-math flags): the IEEE division, rounded to nearest.
+    Numba's `/` under its default error model (`error_model="python"`, which
+    every kernel compiled without `error_model="numpy"` gets, and which an
+    overload inherits from its caller) tests the divisor and raises
+    ZeroDivisionError at 0; IEEE gives +-inf or NaN there, and the test's
+    branch on every element can also keep a loop from vectorising."""
+    if a not in _FLOATS or b != a:
+        return None
+
+    def codegen(context, builder, signature, llargs):
+        return builder.fdiv(*llargs)
+
+    return a(a, b), codegen
+
+
 # --------------------------------------------------------------------------- helpers
 
 _NEG_ZERO32 = np.float32(-0.0)
@@ -290,7 +307,7 @@ def _mul32(a, b, mode):
 
 @register_jitable
 def _div32(a, b, mode):
-    r = a / b
+    r = llvm_fdiv(a, b)
     if mode == NEAREST:
         return r
     # r*b is exact in float64; a - r*b rounds once but keeps its sign and is
@@ -355,7 +372,7 @@ def _mul64(a, b, mode):
 
 @register_jitable
 def _div64(a, b, mode):
-    r = a / b
+    r = llvm_fdiv(a, b)
     if mode == NEAREST:
         return r
     if not (_finite(a) and _finite(b)) or a == 0 or b == 0:
@@ -448,7 +465,7 @@ _NEAREST = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
+    "div": lambda a, b: llvm_fdiv(a, b),
     "sqrt": lambda a: llvm_sqrt(a),
     "fma": lambda a, b, c: llvm_fma(a, b, c),
 }
