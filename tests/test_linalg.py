@@ -362,8 +362,10 @@ for i, (m, k, n) in enumerate(%(shapes)r):
 """
 
 # Odd shapes, each on the serial and on the packed path: M below and between
-# MR, N not a multiple of NR, K across a k-block boundary.
-_BLOCKING_SHAPES = [(37, 300, 53), (5, 270, 101), (20, 70, 131)]
+# MR, N not a multiple of NR, K across a k-block boundary; M and N over
+# several cache blocks (MC_PANELS, NC_PANELS panels at most), evened out by
+# `equal_blocks` into blocks of unequal panel counts.
+_BLOCKING_SHAPES = [(37, 300, 53), (5, 270, 101), (20, 70, 131), (70, 300, 530)]
 
 
 @pytest.mark.parametrize("name", ["avx2", "avx512"])

@@ -24,8 +24,8 @@ from ..algorithms.convolution import column_offset, output_size, tap_offset
 from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
 from .launch import SERIAL_MAX, kernel, on_one_thread
 from .workspace import scratch
-from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, host_micro_kernel, packed_a, slp_vectorize, store_tree_block,
-                     tree_first_operand, tree_nodes, tree_run, tree_task)
+from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, equal_blocks, host_micro_kernel, packed_a, slp_vectorize,
+                     store_tree_block, tree_first_operand, tree_nodes, tree_run, tree_task)
 
 
 @njit(cache=True, error_model="numpy")
@@ -117,7 +117,7 @@ def _make_conv_blocks(micro, mr, nr, dtype):
         # steps k = 0 .. K-1 in order on one thread.
         npad = n_panels * nr
         n_cols = n_img * oh * ow
-        n_blocks = (n_panels + nc_panels - 1) // nc_panels
+        n_blocks, nc_panels = equal_blocks(n_panels, nc_panels)
         k_blocks = max(1, (kk + kc - 1) // kc)  # K = 0 still zero-fills the tiles
         for t in prange(groups * n_blocks):
             g, nbk = t // n_blocks, t % n_blocks

@@ -342,6 +342,17 @@ def _finish_add_narrow(out, cpad, addend, spec, fmt):
             out[b, i, j] = narrowed_bits(finish_add(cpad[b, i, j], addend[b, i, j]), spec, fmt)
 
 
+@njit(cache=True, inline="always")
+def equal_blocks(panels, most):
+    """(blocks, size): `panels` in the fewest blocks of at most `most` panels,
+    all of `size` panels but a last one that is at most one panel shorter.
+    Numba hands each thread an equal run of a parallel loop's tasks, and a
+    short last block (3 panels after 8) would leave a thread idle for part of
+    the launch.  Which panels share a block changes no chain."""
+    blocks = (panels + most - 1) // most
+    return blocks, (panels + blocks - 1) // max(1, blocks)
+
+
 def _make_blocks(micro, mr, nr, dtype):
     flat = types.Array(dtype, 1, "C")
 
@@ -350,8 +361,8 @@ def _make_blocks(micro, mr, nr, dtype):
     def blocks(c_flat, ap_flat, bp_flat, nb, m_panels, n_panels, k_count, kc, mc_panels, nc_panels):
         # flat arrays: cpad (nb, m_panels*mr, npad), ap (nb, m_panels, K, mr), bp (nb, n_panels, K, nr)
         npad = n_panels * nr
-        m_blocks = (m_panels + mc_panels - 1) // mc_panels
-        n_blocks = (n_panels + nc_panels - 1) // nc_panels
+        m_blocks, mc_panels = equal_blocks(m_panels, mc_panels)
+        n_blocks, nc_panels = equal_blocks(n_panels, nc_panels)
         k_blocks = max(1, (k_count + kc - 1) // kc)  # K = 0 still zero-fills the tiles
         for t in prange(nb * m_blocks * n_blocks):
             b = t // (m_blocks * n_blocks)
