@@ -84,3 +84,22 @@ def test_every_kernel_has_one_cache_key_in_every_process():
     assert len(runs[0]) > 200 and "linalg.tree_blocks.float32" in runs[0]
     changed = sorted(name for name in runs[0] if runs[0][name] != runs[1].get(name))
     assert not changed, f"{len(changed)} kernels get a new cache key in every process: {changed[:5]}"
+
+
+def test_closures_of_one_factory_compiled_apart_load_together(tmp_path):
+    """Two closures of one kernel factory (the math launchers' parallel loops),
+    each compiled first thing in a process of its own, are both cached; a
+    process that loads both runs each one's own code.  With Numba's
+    per-process function counter their symbols were the same, and softrep.exp
+    ran log's loop in the last process."""
+    env = dict(os.environ, SOFTREP_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    prelude = "import torch, softrep\nx = torch.rand(10**6) + 0.5\n"
+    steps = ["softrep.add(x, x); softrep.sum(x)",  # what both processes below then load
+             "softrep.exp(x)", "softrep.log(x)",
+             "assert torch.allclose(softrep.log(x), torch.log(x)), 'log'\n"
+             "assert torch.allclose(softrep.exp(x), torch.exp(x)), 'exp'\nprint('ok')"]
+    for step in steps:
+        out = subprocess.run([sys.executable, "-c", prelude + step], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "ok"

@@ -19,7 +19,9 @@ invalidates every cached kernel.  Numba's default locator only looks at the
 modification time of the file that defines the kernel, and would happily reuse
 a kernel compiled against an older rounding primitive.  Within one source
 tree a kernel is found by Numba's index key, whose hash of the kernel's
-closure variables is made the same in every process (`_closure_key`).
+closure variables is made the same in every process (`_closure_key`), and
+every compiled function's symbol carries a random id, so that kernels compiled
+in different processes never share a symbol (`_random_function_ids`).
 
 A module that holds no kernel code at all (it only composes softrep ops on
 torch tensors: layers, losses, optimizers, tooling) can opt out of the hash by
@@ -32,6 +34,7 @@ import hashlib
 from dataclasses import dataclass
 import inspect
 import os
+import secrets
 
 import numpy as np
 import numba
@@ -399,12 +402,42 @@ def _stable_index_key(core_caching, locator_class):
     core_caching.Cache._index_key = index_key
 
 
+class _RandomIds:
+    """An endless iterator of random 64-bit integers, from the operating
+    system's generator (whatever seed a user gives Python's `random`)."""
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return secrets.randbits(64)
+
+
+def _random_function_ids():
+    """Give every function Numba compiles a random id instead of the next
+    number of a per-process counter.
+
+    The id is part of the function's symbol (the ABI tag v<id> of its mangled
+    name).  A kernel factory's closures share one qualified name: two of them
+    compiled in two processes, each the n-th function that process compiled,
+    get byte-identical symbols for different code, and both are cached (their
+    index keys differ).  A third process that loads both links one symbol to
+    one body, LLVM merging the weak definitions: softrep.exp ran log's loop
+    when exp's and log's kernels had each been compiled first in a process of
+    their own (the same happens to parallel loops' gufuncs, whose symbols
+    carry the id too).  With 64 random bits no two symbols meet."""
+    from numba.core.bytecode import FunctionIdentity
+
+    FunctionIdentity._unique_ids = _RandomIds()
+
+
 def _install_cache_locators():
     from numba.core import caching as core_caching
 
     locator = _make_locator(core_caching._CacheLocator)
     core_caching.CacheImpl._locator_classes.insert(0, locator)
     _stable_index_key(core_caching, locator)
+    _random_function_ids()
 
 
 def _install_cuda_cache_locator():
