@@ -9,7 +9,8 @@ Each module `<name>.py` holds
   returning (result, True) when it decides the correctly rounded result and
   (anything, False) otherwise; `<name>_f32` is exactly "fast, else the
   accurate path", which lets the CPU launcher run it as a vectorisable first
-  loop;
+  loop (a function without one gets its float64 fast path's, narrowed:
+  narrowed.py);
 * optionally `<name>_window(x)` (`fast2`), a second branch-free step of the
   same form, for one input: `<name>_f32` is then "fast, else window, else
   the accurate path", and the CPU launcher runs it as a vectorisable second
@@ -24,7 +25,7 @@ Each module `<name>.py` holds
 are built from it.  Nothing here knows about tensors or gradients.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .atan import atan_f32, atan_f64, atan_fast64
 from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
@@ -41,6 +42,7 @@ from .log import log_f32, log_f64, log_fast, log_fast64
 from .log10 import log10_f32, log10_f64, log10_fast64
 from .log1p import log1p_f32, log1p_f64, log1p_fast64
 from .log2 import log2_f32, log2_f64, log2_fast64
+from .narrowed import float32_first_step
 from .pow import pow_f32, pow_f64, pow_fast64
 from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
@@ -63,7 +65,24 @@ class MathKernel:
     fast2: object = None
 
 
-KERNELS = {k.name: k for k in (
+# Functions without a float32 fast path of their own that keep their float32
+# kernel alone: rsqrt's and hypot's are branch-free and vectorise as they
+# are, and on the AVX2 path the float64 first steps of erfc, exp10 and expm1
+# (int64 <-> double conversions, which AVX2 lacks) run slower than their
+# float32 kernels (docs/benchmarks.md).
+OWN_FLOAT32_PATH = frozenset({"erfc", "exp10", "expm1", "hypot", "rsqrt"})
+
+
+def _with_narrowed(k):
+    """k, with the float32 fast path of its float64 one (narrowed.py) where it
+    has none of its own: every float32 result that path decides is the
+    correctly rounded one, so `f32` is still "fast, else `f32`"."""
+    if k.fast is not None or k.f64_fast is None or k.name in OWN_FLOAT32_PATH:
+        return k
+    return replace(k, fast=float32_first_step(k.f64_fast, k.arity))
+
+
+KERNELS = {k.name: _with_narrowed(k) for k in (
     MathKernel("atan", 1, atan_f32, atan_f64, None, atan_fast64),
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
     MathKernel("cos", 1, cos_f32, cos_f64, cos_fast, cos_fast64, cos_window),
