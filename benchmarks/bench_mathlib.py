@@ -4,6 +4,9 @@
     python benchmarks/bench_mathlib.py [--n 10000000] [--threads 2] [--repeat 7]
                                        [--functions exp,log,...]
 
+Arguments on [-10, 10], or [1e-3, 100] for the log functions, rsqrt and
+pow's base; pow's exponent and hypot's second argument on [-10, 10].
+
 Each function is timed twice: allocating its output (`softrep.exp(x)`,
 `torch.exp(x)`), and into a preallocated output on both sides
 (`softrep.exp(x, out=o)`, `torch.exp(x, out=o)`), which leaves out the page
@@ -26,19 +29,22 @@ import torch
 
 
 def median_times(f_ours, f_theirs, x, repeat):
-    """Median seconds of `repeat` alternating calls of each (after one warm-up call each)."""
-    f_ours(x)
-    f_theirs(x)
+    """Median seconds of `repeat` alternating calls of each (after one warm-up
+    call each); x is the tuple of arguments."""
+    f_ours(*x)
+    f_theirs(*x)
     ours, theirs = [], []
     for _ in range(repeat):
         for fn, times in ((f_ours, ours), (f_theirs, theirs)):
             t = time.perf_counter()
-            fn(x)
+            fn(*x)
             times.append(time.perf_counter() - t)
     return float(np.median(ours)), float(np.median(theirs))
 
 
-POSITIVE_DOMAIN = ("log", "log2", "log10", "rsqrt")  # timed on [1e-3, 100], the rest on [-10, 10]
+# timed on [1e-3, 100], the rest on [-10, 10]; pow's base too, its exponent on [-10, 10]
+POSITIVE_DOMAIN = ("log", "log2", "log10", "log1p", "rsqrt", "pow")
+TWO_ARGUMENTS = ("pow", "hypot")  # the second argument on [-10, 10]
 
 
 def main():
@@ -63,7 +69,8 @@ def main():
     missing = [n for n in names if getattr(softrep, n, None) is None or getattr(torch, n, None) is None]
     if missing:
         parser.error(f"--functions: {', '.join(missing)}: not a function that both softrep and torch have")
-    cases = [(name, positive if name in POSITIVE_DOMAIN else wide) for name in names]
+    cases = [(name, (positive if name in POSITIVE_DOMAIN else wide,) + ((wide,) if name in TWO_ARGUMENTS else ()))
+             for name in names]
     print(f"n = {args.n}, threads = {args.threads}, median of {args.repeat}")
     print(f"{'function':10s} {'output':>12s} {'softrep Melem/s':>16s} {'torch Melem/s':>14s} {'ratio':>7s}")
     ours_out, theirs_out = torch.empty(args.n), torch.empty(args.n)
@@ -73,7 +80,7 @@ def main():
         ours, theirs = getattr(softrep, name), getattr(torch, name)
         for label, f_ours, f_theirs in [
                 ("allocating", ours, theirs),
-                ("out=", lambda v: ours(v, out=ours_out), lambda v: theirs(v, out=theirs_out))]:
+                ("out=", lambda *v: ours(*v, out=ours_out), lambda *v: theirs(*v, out=theirs_out))]:
             t_ours, t_torch = median_times(f_ours, f_theirs, x, args.repeat)
             print(f"{name:10s} {label:>12s} {args.n / t_ours / 1e6:16.1f} {args.n / t_torch / 1e6:14.1f} "
                   f"{t_torch / t_ours:7.2f}")
