@@ -103,28 +103,21 @@ def test_narrowed_functions_match_their_float32_kernel(name):
     """Where the narrowed first step decides, it gives the float32 kernel's
     own (correctly rounded) result, on random and hard-case-like inputs."""
     k = AM.KERNELS[name]
-    fast, f32 = k.fast, k.f32
-
     if k.arity == 1:
-        @njit
-        def both(x, y):
-            a = np.empty(x.size, np.float32)
-            b = np.empty(x.size, np.float32)
-            ok = np.empty(x.size, np.bool_)
-            for i in range(x.size):
-                a[i], ok[i] = fast(x[i])
-                b[i] = f32(x[i])
-            return a, b, ok
+        fast, f32 = k.fast, k.f32
+        step, kernel = njit(lambda x, y: fast(x)), njit(lambda x, y: f32(x))
     else:
-        @njit
-        def both(x, y):
-            a = np.empty(x.size, np.float32)
-            b = np.empty(x.size, np.float32)
-            ok = np.empty(x.size, np.bool_)
-            for i in range(x.size):
-                a[i], ok[i] = fast(x[i], y[i])
-                b[i] = f32(x[i], y[i])
-            return a, b, ok
+        step, kernel = k.fast, k.f32
+
+    @njit
+    def both(x, y):
+        a = np.empty(x.size, np.float32)
+        b = np.empty(x.size, np.float32)
+        ok = np.empty(x.size, np.bool_)
+        for i in range(x.size):
+            a[i], ok[i] = step(x[i], y[i])
+            b[i] = kernel(x[i], y[i])
+        return a, b, ok
 
     rng = np.random.default_rng(7)
     x = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
