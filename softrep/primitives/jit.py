@@ -425,7 +425,9 @@ def _random_function_ids():
     one body, LLVM merging the weak definitions: softrep.exp ran log's loop
     when exp's and log's kernels had each been compiled first in a process of
     their own (the same happens to parallel loops' gufuncs, whose symbols
-    carry the id too).  With 64 random bits no two symbols meet."""
+    carry the id too).  With 64 random bits no two symbols meet.  The
+    counter is Numba's, so every function compiled in the process gets a
+    random id, not only softrep's; an id only names a symbol."""
     from numba.core.bytecode import FunctionIdentity
 
     FunctionIdentity._unique_ids = _RandomIds()
