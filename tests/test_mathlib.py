@@ -652,3 +652,24 @@ def test_verify_all_names_what_it_skips(monkeypatch):
     monkeypatch.delitem(V.REFERENCES, "cbrt")
     names, skipped = V.plan(sorted(M.FUNCTIONS), exhaustive=False)
     assert "cbrt" not in names and "no reference" in skipped["cbrt"]
+
+
+@pytest.mark.parametrize("name", ["log", "sin", "tanh", "erf", "exp", "log2"])
+def test_nan_results_of_a_large_input_are_canonical(name):
+    """NaN inputs (one with the launcher's undecided payload), domain errors
+    and numbers mixed in a tensor large enough for the parallel decided-first
+    launcher: every NaN result is the canonical NaN, every number is the
+    float32 kernel's result (a NaN the first step decides is stored by the
+    marked pass's vector loop, the rest by the kernel)."""
+    base = np.array([np.nan, -1.5, np.inf, 2.0, -np.inf, 0.5, 0.0, -0.0], dtype=np.float32)
+    x = np.tile(base, 40000)
+    x[::7] = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)[0]  # the undecided marker as an input
+    x[3::11] = np.array([0xFFF00001], dtype=np.uint32).view(np.float32)[0]  # a signalling NaN
+    out = getattr(softrep, name)(torch.from_numpy(x)).numpy()
+    nan = np.isnan(out)
+    assert (out.view(np.uint32)[nan] == 0x7FC00000).all()
+    for v in base[~np.isnan(base)]:
+        want = getattr(softrep, name)(torch.tensor([v])).numpy()[0]
+        got = out[x.view(np.uint32) == v.view(np.uint32)]
+        assert got.size and (got.view(np.uint32) == want.view(np.uint32)).all(), (name, v)
+    assert nan[np.isnan(x)].all()

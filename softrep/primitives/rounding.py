@@ -159,6 +159,14 @@ def canonical(x):
 by_type(canonical, {_types.float32: canonical32, _types.float64: canonical64})
 
 
+def canonical_nan(x):
+    """The canonical quiet NaN in the type of x."""
+    return type(x)(np.nan)
+
+
+by_type(canonical_nan, {_types.float32: lambda x: NAN32, _types.float64: lambda x: NAN64})
+
+
 # A quiet NaN with a payload no result has (every NaN a kernel stores is
 # canonical): it marks, in an output buffer, an element that a branch-free
 # fast path left undecided, so that a second pass finds the few it must

@@ -23,8 +23,8 @@ path, as ok = False does.
 The other cases decide as they should: r = +-0 or a subnormal double (|f(x)| <
 2^-1022) narrows to a zero of f(x)'s sign, as RN32 does below 2^-150; r =
 +-inf (|f(x)| beyond the double range) narrows to +-inf, as RN32 does beyond
-FLT_MAX (1 + 2^-25).  A NaN r fails the test (NaN compares unequal) and is
-left to the float32 kernel, as the launcher does with every NaN result.
+FLT_MAX (1 + 2^-25); a NaN r (f(x) is NaN where the float64 step decides)
+is the canonical float32 NaN.
 
 The float32 kernel stays what the verifier proves correctly rounded over every
 float32 input (`python -m softrep verify NAME --hash` runs the launcher, so
@@ -33,7 +33,7 @@ this path too); this first step only decides most arguments in a vector loop.
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import jitable
-from .core import F64, round_if_within
+from .core import F64, NAN32, round_if_within
 
 NARROW_WINDOW_LO = F64(1.0 - 2.0**-52)
 NARROW_WINDOW_HI = F64(1.0 + 2.0**-52)
@@ -45,7 +45,8 @@ def narrow(r, ok):
     path (module docstring)."""
     inline_into_callers()
     lo, same = round_if_within(r, NARROW_WINDOW_LO, NARROW_WINDOW_HI)
-    return lo, ok & same
+    nan = r != r
+    return NAN32 if nan else lo, ok & (same | nan)
 
 
 def float32_first_step(fast64, arity):
