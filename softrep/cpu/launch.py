@@ -364,9 +364,9 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
     elements marked in `out` itself by the `undecided` NaN (a payload that
     no result has: every NaN result is canonical, so no flag array is
     allocated), then `f` on the marked ones only.  A NaN that `fast`
-    decides is marked too, and `f` canonicalises it: the comparison r == r
-    costs the vector loop less than canonicalising every result (a bit test
-    and a select on each element).
+    decides is marked too, and the marked pass stores the canonical NaN
+    there: the comparison r == r costs the first loop less than
+    canonicalising every result (a bit test and a select on each element).
 
     Compiled on its own (Numba does not vectorise a loop nested in a prange
     body), with unsigned indices (a signed one gets negative-index wraparound
