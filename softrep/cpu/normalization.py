@@ -32,7 +32,8 @@ from numba.extending import register_jitable
 
 from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms,
                                         layer_norm_grad_row, layer_norm_row, mean_of_sum, normalize_element,
-                                        normalize_grad_element, normalized, scale_of_squares, scaled_normalize_grad_element)
+                                        normalize_grad_element, normalized, scale_of_squares,
+                                        scaled_normalize_grad_element)
 from ..algorithms.products import tree_carry, tree_finish, tree_node_of_eight, tree_slot, tree_slots
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
 from ..primitives.vector import LANES
