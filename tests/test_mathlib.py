@@ -210,15 +210,16 @@ def test_exp_core_polynomial_bound_is_measured(coeffs_name, log2_bound):
     assert worst < mpmath.mpf(2) ** log2_bound, float(mpmath.log(worst, 2))
 
 
-def test_atanh_polynomial_bound_is_measured():
+@pytest.mark.parametrize("coeffs_name, log2_bound", [("ATANH_COEFFS", -50.8), ("ATANH_SHORT_COEFFS", -36.4)])
+def test_atanh_polynomial_bound_is_measured(coeffs_name, log2_bound):
     # core.py's atanh_series argues from the relative error < 2^-50.8 of its
     # degree-6 polynomial P(w) = 2 (atanh(sqrt w)/sqrt w - 1)/w on [0,
-    # ATANH_W_MAX], coefficients as rounded: measured with mpmath at 2001
-    # points, the ends included.
+    # ATANH_W_MAX], coefficients as rounded, log_core_short from < 2^-36.4 for
+    # its degree-4 one: measured with mpmath at 2001 points, the ends included.
     import mpmath
     from softrep.algorithms.math import core
 
-    coeffs = core.ATANH_COEFFS
+    coeffs = getattr(core, coeffs_name)
     with mpmath.workprec(120):
         top = mpmath.mpf(core.ATANH_W_MAX)
         assert top > (mpmath.sqrt(2) - 1) ** 2 / (mpmath.sqrt(2) + 1) ** 2  # |s| <= 0.1716 fits
@@ -228,7 +229,7 @@ def test_atanh_polynomial_bound_is_measured():
             exact = mpmath.mpf(2) / 3 if w == 0 else 2 * (mpmath.atanh(mpmath.sqrt(w)) / mpmath.sqrt(w) - 1) / w
             p = mpmath.polyval([mpmath.mpf(float(c)) for c in coeffs[::-1]], w)
             worst = max(worst, abs(p / exact - 1))
-    assert worst < mpmath.mpf(2) ** -50.8, float(mpmath.log(worst, 2))
+    assert worst < mpmath.mpf(2) ** log2_bound, float(mpmath.log(worst, 2))
 
 
 def test_atanh_series_relative_error_against_mpfr():
@@ -281,6 +282,29 @@ def test_exp_core_short_relative_error_against_mpfr():
     worst = worst_relative_error(got, lambda i: gmpy2.exp(gmpy2.mpfr(float(z[i]))))
     assert worst < -40.1, worst
     assert all(float(exp_core_short(np.float64(v))) == float(y) for v, y in zip(z[:200], got))
+
+
+def test_log_core_short_relative_error_against_mpfr():
+    # log_core_short(x) is claimed within 2^-42.9 of log x for every positive
+    # float32 x (the float32 log's fast path, which decides with the window
+    # 2^-39): random float32 over all binades, subnormals included, next to 1
+    # (where log x is tiny and e = 0), next to sqrt(2) and sqrt(1/2) (the
+    # reduction's switch), and the range's ends, against MPFR.
+    from softrep.algorithms.math.core import log_core_short
+
+    rng = np.random.default_rng(13)
+    bits = np.concatenate([rng.integers(1, 0x7F800000, 3000), 0x3F800000 + rng.integers(-3000, 3000, 500),
+                           0x3FB504F3 + rng.integers(-200, 200, 200), 0x3F3504F3 + rng.integers(-200, 200, 200),
+                           [1, 2, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x3F800001, 0x3F7FFFFF]]).astype(np.uint32)
+    x = bits.view(np.float32).astype(np.float64)
+    x = x[x != 1.0]  # log 1 = +0 exactly (checked below); no relative error
+    run = numba.njit(lambda v: np.array([log_core_short(v[i]) for i in range(v.size)]))
+    got = run(x)
+    worst = worst_relative_error(got, lambda i: gmpy2.log(gmpy2.mpfr(float(x[i]))))
+    assert worst < -42.9, worst
+    one = run(np.array([1.0]))[0]
+    assert one == 0 and not np.signbit(one)
+    assert all(float(log_core_short(np.float64(v))) == float(y) for v, y in zip(x[:200], got))
 
 
 # --------------------------------------------------------------------------- output hashes

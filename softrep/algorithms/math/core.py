@@ -451,6 +451,15 @@ ATANH_COEFFS = coefficient_tuple(float.fromhex(h) for h in (
     "0x1.5555555555558p-1", "0x1.99999999951f5p-2", "0x1.2492492e0b70cp-2", "0x1.c71c62c42db89p-3",
     "0x1.7462be245eae3p-3", "0x1.39fd25d62ab23p-3", "0x1.2b6776a1bf0b9p-3"))
 
+# P to about 2^-36 only, for the fast path that decides with the wide window
+# (float32 log): the same fit with degree 4, mpmath.chebyfit(P, [0,
+# ATANH_W_MAX], 5) at 200 bits, each coefficient rounded to nearest double,
+# lowest degree first; as rounded its relative error is < 2^-36.4 (measured in
+# tests/test_mathlib.py).  Two fmas fewer than ATANH_COEFFS.
+ATANH_SHORT_COEFFS = coefficient_tuple(float.fromhex(h) for h in (
+    "0x1.555555556514ap-1", "0x1.999998c93029ap-2", "0x1.2493255328889p-2", "0x1.c67a24806c68ep-3",
+    "0x1.8c99d4b7f356bp-3"))
+
 
 @jitable
 def atanh_series(s):
@@ -463,8 +472,15 @@ def atanh_series(s):
     s w (2^-53), together < 2^-50 of the tail -- are below 2^-56.6 of the
     result, which is at least |2s|; the final fma rounds once (2^-53).
     """
+    return atanh_by(ATANH_COEFFS, s)
+
+
+@jitable
+def atanh_by(coeffs, s):
+    """2s + s w P(w), w = s^2, with P's coefficients `coeffs` (ATANH_COEFFS or
+    ATANH_SHORT_COEFFS): `atanh_series`'s evaluation, whose error it argues."""
     w = mul_rn(s, s)
-    return fma_rn(mul_rn(s, w), horner(ATANH_COEFFS, w), add_rn(s, s))
+    return fma_rn(mul_rn(s, w), horner(coeffs, w), add_rn(s, s))
 
 @jitable
 def log_reduce(x):
@@ -503,6 +519,28 @@ def log_core(x):
     lm = logm_core(m)
     ed = F64(np.int32(e))  # |e| <= 1075; int32 -> double vectorises on AVX2, int64 does not
     return add_rn(mul_rn(ed, LN2_H), fma_rn(ed, LN2_L, lm))
+
+@jitable
+def log_core_short(x):
+    """log(x) for a positive float32 x as a double, relative error < 2^-42.9:
+    `log_core` to the accuracy of the wide window 2^-39 only, for the float32
+    log's fast path (as exp_core_short for exp's).
+
+    log m = atanh_by(ATANH_SHORT_COEFFS, s): s's relative error (2^-52, as in
+    logm_core) passes through almost unchanged (1.01 * 2^-52), the final fma
+    rounds once (2^-53), and the tail s w P(w), below 0.0099 of the result,
+    carries P's 2^-36.4 and its own roundings (a few 2^-53): below 2^-43.07
+    of the result.  In all < 2^-43.0.
+
+    Then e ln2 + log m by one fma, e LN2_H + lm rounded once (2^-53): a float32
+    x has |e| <= 150, and LN2_H misses ln2 by < 2^-55.26, so e LN2_H misses
+    e ln2 by < |e| 2^-55.26.  For e = 0 the fma returns lm itself.  Otherwise
+    |log x| >= |e| ln2 - ln2/2 >= |e| ln2/2 >= |log m|, so the three errors are
+    below 2^-43.0 + 2^-53.73 + 2^-53 < 2^-42.9 of the result.
+    """
+    e, m = log_reduce(x)
+    lm = atanh_by(ATANH_SHORT_COEFFS, div_rn(sub_rn(m, ONE), add_rn(m, ONE)))
+    return fma_rn(F64(np.int32(e)), LN2_H, lm)
 
 # --------------------------------------------------------------------------- accurate paths (double-double)
 

@@ -2,8 +2,10 @@
 
 Specials: log(NaN or x < 0) = NaN, log(+-0) = -inf, log(+inf) = +inf,
 log(1) = +0 (s = 0 in the series, and e = 0).
-Fast path: `log_core` (x = 2^e m, sqrt(1/2) <= m < sqrt(2), log m = 2 atanh((m-1)/(m+1)),
-relative error < 2^-50).  Subnormal float32 inputs are normal doubles.
+Fast path: `log_core_short` (x = 2^e m, sqrt(1/2) <= m < sqrt(2), log m = 2 atanh((m-1)/(m+1)),
+relative error < 2^-42.9), decided by `round_if_within` the wide window 2^-39;
+about one argument in 2^14 is left to the accurate path.  Subnormal float32
+inputs are normal doubles.
 Accurate path: `log_dd` (one Newton step on exp_dd; relative error < 2^-68).
 
 float64 (`log_f64`, correctly rounded; scheme: multiword.py): a fast path in
@@ -17,7 +19,8 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fabs, jitable, mul_rn, negate
-from .core import F64, INF32, NAN32, ZERO, dd_mul, dd_to_f32, log_core, log_dd, round_if_safe
+from .core import (F64, INF32, NAN32, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, dd_mul, dd_to_f32, log_core_short, log_dd,
+                   round_if_within)
 from .exact64 import bracket_err
 from .explog64 import log_dd as log_dd64, log_dd_fast, log_split, log_td
 from .multiword import dd_error, td_round, ziv_round
@@ -29,12 +32,12 @@ NEG_INF32 = np.float32(-np.inf)
 @jitable
 def log_fast(x):
     """(log(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide.  Branch-free: specials evaluate log_core(1) and are
-    selected at the end."""
+    path cannot decide.  Branch-free: specials evaluate log_core_short(1) and
+    are selected at the end."""
     inline_into_callers()
     nan, zero, inf = (x != x) | (x < ZERO_F32), x == ZERO_F32, x == INF32
     special = nan | zero | inf
-    r, ok = round_if_safe(log_core(F64(ONE_F32 if special else x)))
+    r, ok = round_if_within(log_core_short(F64(ONE_F32 if special else x)), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
     r = INF32 if inf else r
     r = NEG_INF32 if zero else r
     r = NAN32 if nan else r
