@@ -38,7 +38,7 @@ from ..algorithms.products import tree_carry, tree_finish, tree_node_of_eight, t
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
 from ..primitives.vector import LANES
 from .launch import kernel
-from .reduce import GROUPS_PER_ITEM, eight_rows_f32
+from .reduce import GROUPS_PER_ITEM, eight_rows_f32_into, eight_rows_scratch
 
 _FLOATS = (types.float32, types.float64)
 
@@ -133,6 +133,7 @@ def _batch_norm_grad_eight(sums, gy, xhat, w, g0, g1):
     # `batch_norm_grad_row`
     L = gy.shape[1]
     lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    lanes2, local = eight_rows_scratch(L)
     g = np.empty(LANES * L, dtype=np.float32)
     q = np.empty(LANES * L, dtype=np.float32)
     h = np.empty(LANES * L, dtype=np.float32)
@@ -142,10 +143,10 @@ def _batch_norm_grad_eight(sums, gy, xhat, w, g0, g1):
         for r in range(LANES):
             i, a, e = i0 + r, r * L, (r + 1) * L
             _batch_norm_grad_terms_row(g[a:e], q[a:e], h[a:e], gy[i], xhat[i], w[i])
-        eight_rows_f32(sums[:, 0], lanes, gy_flat, L, grp, grp + 1)
-        eight_rows_f32(sums[i0:i0 + LANES, 1], lanes, q, L, 0, 1)
-        eight_rows_f32(sums[i0:i0 + LANES, 2], lanes, g, L, 0, 1)
-        eight_rows_f32(sums[i0:i0 + LANES, 3], lanes, h, L, 0, 1)
+        eight_rows_f32_into(sums[:, 0], lanes, lanes2, local, gy_flat, L, grp, grp + 1)
+        eight_rows_f32_into(sums[i0:i0 + LANES, 1], lanes, lanes2, local, q, L, 0, 1)
+        eight_rows_f32_into(sums[i0:i0 + LANES, 2], lanes, lanes2, local, g, L, 0, 1)
+        eight_rows_f32_into(sums[i0:i0 + LANES, 3], lanes, lanes2, local, h, L, 0, 1)
 
 
 @njit(parallel=True, cache=True)
@@ -234,6 +235,7 @@ def _layer_norm_eight(y, m, s, x, w, b, n, eps, center, g0, g1):
     # groups g0 .. g1-1 of 8 rows; lanes: the tree's scratch, t: the rows' terms
     L = x.shape[1]
     lanes = np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    lanes2, local = eight_rows_scratch(L)
     t = np.empty(PAIRED_GROUPS * LANES * L, dtype=np.float32)
     xf, yf = x.reshape(-1), y.reshape(-1)
     zero = zero_like(n)
@@ -242,14 +244,14 @@ def _layer_norm_eight(y, m, s, x, w, b, n, eps, center, g0, g1):
         ge = min(g + PAIRED_GROUPS, g1)
         i0, rows = g * LANES, (ge - g) * LANES
         if center:
-            eight_rows_f32(m, lanes, xf, L, g, ge)
+            eight_rows_f32_into(m, lanes, lanes2, local, xf, L, g, ge)
         for r in range(rows):
             mi = mean_of_sum(m[i0 + r], n) if center else zero
             m[i0 + r] = mi
             row, terms = np.uint64(i0 + r) * width, np.uint64(r) * width
             for k in range(width):
                 t[terms + k] = term_centered_square(xf[row + k], mi)
-        eight_rows_f32(s[i0:i0 + rows], lanes, t, L, 0, ge - g)
+        eight_rows_f32_into(s[i0:i0 + rows], lanes, lanes2, local, t, L, 0, ge - g)
         for r in range(rows):
             si = scale_of_squares(s[i0 + r], n, eps)
             s[i0 + r] = si
@@ -260,13 +262,13 @@ def _layer_norm_eight(y, m, s, x, w, b, n, eps, center, g0, g1):
 
 
 @kernel("normalization.layer_norm_grad_groups", (_c(_F32, 2), _R32, _c(_F32, 2), _c(_F32, 2), _R32, _R32, _R32,
-                                                 _F32, _B, _I, _I, _R32, _R32, _R32, _R32))
+                                                 _F32, _B, _I, _I, _R32, _R32, _R32, _R32, _R32, _R32))
 @njit(cache=True)
-def _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, ge, lanes, gx, h, sums):
+def _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, ge, lanes, lanes2, local, gx, h, sums):
     # groups g .. ge-1 (at most PAIRED_GROUPS): dx, and their rows' weight
     # partials mul(gy, xhat) in gw_rows (the rows' L elements each, flat);
-    # lanes, gx (mul(gy, w), the gradient of xhat), h (mul(gx, xhat)) and
-    # sums: scratch
+    # lanes, lanes2 and local (the sums' scratch), gx (mul(gy, w), the
+    # gradient of xhat), h (mul(gx, xhat)) and sums: scratch
     L = x.shape[1]
     width = np.uint64(L)
     xf, gyf, dxf = x.reshape(-1), gy.reshape(-1), dx.reshape(-1)
@@ -277,9 +279,9 @@ def _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, ge, lanes
         for k in range(width):
             gx[at + k], h[at + k], gw_rows[at + k] = grad_terms(gyf[row + k], xf[row + k], w[k], mi, si)
     half = PAIRED_GROUPS * LANES
-    eight_rows_f32(sums, lanes, h, L, 0, ge - g)
+    eight_rows_f32_into(sums, lanes, lanes2, local, h, L, 0, ge - g)
     if center:
-        eight_rows_f32(sums[half:], lanes, gx, L, 0, ge - g)
+        eight_rows_f32_into(sums[half:], lanes, lanes2, local, gx, L, 0, ge - g)
     zero = zero_like(n)
     for r in range(rows):
         mi, si = m[i0 + r], s[i0 + r]
@@ -292,10 +294,12 @@ def _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, ge, lanes
 
 @register_jitable
 def _grad_scratch(L):
-    """(lanes, gx, h, sums) of `_layer_norm_grad_groups` for rows of L elements."""
+    """(lanes, lanes2, local, gx, h, sums) of `_layer_norm_grad_groups` for rows of L elements."""
     rows = PAIRED_GROUPS * LANES
-    return (np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32), np.empty(rows * L, dtype=np.float32),
-            np.empty(rows * L, dtype=np.float32), np.empty(2 * rows, dtype=np.float32))
+    lanes2, local = eight_rows_scratch(L)
+    return (np.empty((L + BLOCK - 1) // BLOCK * LANES, dtype=np.float32), lanes2, local,
+            np.empty(rows * L, dtype=np.float32), np.empty(rows * L, dtype=np.float32),
+            np.empty(2 * rows, dtype=np.float32))
 
 
 @kernel("normalization.layer_norm_grad_eight", (_c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _c(_F32, 2), _R32, _R32,
@@ -303,12 +307,12 @@ def _grad_scratch(L):
 @njit(cache=True)
 def _layer_norm_grad_eight(dx, gw, gy, x, w, m, s, n, center, g0, g1):
     L = x.shape[1]
-    lanes, gx, h, sums = _grad_scratch(L)
+    lanes, lanes2, local, gx, h, sums = _grad_scratch(L)
     gw_flat = gw.reshape(-1)
     for g in range(g0, g1, PAIRED_GROUPS):
         ge = min(g + PAIRED_GROUPS, g1)
         _layer_norm_grad_groups(dx, gw_flat[g * LANES * L:ge * LANES * L], gy, x, w, m, s, n, center, g, ge, lanes,
-                                gx, h, sums)
+                                lanes2, local, gx, h, sums)
 
 
 # The batch tree of the affine gradients inside the row pass, when row i is
@@ -335,7 +339,7 @@ def _layer_norm_grad_node(dx, nodes, gy, x, w, m, s, n, center, item):
     # rows item * NODE_ROWS ... + NODE_ROWS - 1: dx, and nodes[0, item] /
     # nodes[1, item] the tree nodes of their weight and bias partials
     L = x.shape[1]
-    lanes, gx, h, sums = _grad_scratch(L)
+    lanes, lanes2, local, gx, h, sums = _grad_scratch(L)
     gw_rows = np.empty(PAIRED_GROUPS * LANES * L, dtype=np.float32)
     stack_w = np.empty(NODE_SLOTS * L, dtype=np.float32)
     stack_b = np.empty(NODE_SLOTS * L, dtype=np.float32)
@@ -343,7 +347,8 @@ def _layer_norm_grad_node(dx, nodes, gy, x, w, m, s, n, center, item):
     count = 0
     first = item * GROUPS_PER_ITEM
     for g in range(first, first + GROUPS_PER_ITEM, PAIRED_GROUPS):
-        _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, g + PAIRED_GROUPS, lanes, gx, h, sums)
+        _layer_norm_grad_groups(dx, gw_rows, gy, x, w, m, s, n, center, g, g + PAIRED_GROUPS, lanes, lanes2, local,
+                                gx, h, sums)
         for q in range(PAIRED_GROUPS):
             slot = tree_slot(count) * L
             tree_node_of_eight(stack_w, slot, gw_rows, q * LANES * L, L, L)

@@ -318,18 +318,35 @@ def _pairs(n):
     return n <= BLOCK or (n > COPIED_ROW_MAX and n % 1024 != 0)
 
 
+@register_jitable
+def eight_rows_scratch(n):
+    """(lanes2, local): the scratch of `eight_rows_f32_into` for rows of n
+    elements, for a caller that sums many groups of such rows to allocate
+    once (an allocation costs about as much as summing a group of short
+    rows)."""
+    lanes2 = np.empty((n + BLOCK - 1) // BLOCK * LANES, dtype=np.float32)
+    local = _aligned_f32(2 * LANES * n if n <= COPIED_ROW_MAX else 0)
+    return lanes2, local
+
+
 @kernel("reduce.values.eight_rows", (_OUT32, _C32, _C32, types.int64, types.int64, types.int64))
 @njit(cache=True)
 def eight_rows_f32(out, lanes, flat, n, g0, g1):
     # Groups g0 .. g1-1 of 8 rows of x (flat, C-contiguous, rows of n
     # elements, n % 8 == 0), group g = rows 8g .. 8g+7; lanes (8 * blocks)
-    # is scratch: vector j holds block j's partials of the 8 rows.  Two
-    # groups at a time where two are left and `_pairs(n)`.
+    # is scratch: vector j holds block j's partials of the 8 rows.
+    lanes2, local = eight_rows_scratch(n)
+    eight_rows_f32_into(out, lanes, lanes2, local, flat, n, g0, g1)
+
+
+@kernel("reduce.values.eight_rows_into", (_OUT32, _C32, _C32, _C32, _C32, types.int64, types.int64, types.int64))
+@njit(cache=True)
+def eight_rows_f32_into(out, lanes, lanes2, local, flat, n, g0, g1):
+    # `eight_rows_f32` with the rest of its scratch given (`eight_rows_scratch`).
+    # Two groups at a time where two are left and `_pairs(n)`.
     pairs = (g1 - g0) // 2 if _pairs(n) else 0
-    lanes2 = np.empty(lanes.size if pairs else 0, dtype=np.float32)
     rest = g0 + 2 * pairs  # the groups after the pairs, one at a time
     if n <= COPIED_ROW_MAX:
-        local = _aligned_f32((2 if pairs else 1) * LANES * n)
         for t in range(pairs):
             base = (g0 + 2 * t) * LANES * n
             for k in range(0, 2 * LANES * n, LANES):
