@@ -342,6 +342,14 @@ def test_batch_invariance(dtype):
     # the column layout (dim 0, outputs contiguous) agrees with the rows of the transpose
     np.testing.assert_array_equal(bits(softrep.sum(x.t().contiguous(), 0)), bits(softrep.sum(x, 1)))
     np.testing.assert_array_equal(bits(softrep.sum(x.t().contiguous()[:, :9], 0)), bits(softrep.sum(x, 1)[:9]))
+    # ... for every op, over outputs in several chunks (cpu/reduce.py's
+    # OUTPUT_CHUNK), with ties, signed zeros and NaN for the extremes
+    x = wide_values(6, (600, 300), dtype)
+    x[::7, ::3] = 2.0
+    x[::5, 1::4], x[1::5, 1::4] = 0.0, -0.0
+    x[3::11, ::5] = float("nan")
+    for op in (softrep.sum, softrep.mean, softrep.var, softrep.amax, softrep.amin, softrep.argmax, softrep.argmin):
+        np.testing.assert_array_equal(bits(op(x.t().contiguous(), 0)), bits(op(x, 1)), err_msg=op.__name__)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -483,12 +483,13 @@ def _sum_kernels(sums):
     def column_block(dst, xt, center, s, stop, i0, i1):
         # One block (elements s .. stop-1) of outputs i0 .. i1-1; the inner loop
         # over outputs vectorises, each output extending its own partial in order.
+        prefer_host_vectors()
         first = xt[s]
-        for i in range(i0, i1):
+        for i in range(np.uint64(i0), np.uint64(i1)):
             dst[i] = begin(first[i], center[i])
         for k in range(s + 1, stop):
             src = xt[k]
-            for i in range(i0, i1):
+            for i in range(np.uint64(i0), np.uint64(i1)):
                 dst[i] = extend(dst[i], src[i], center[i])
 
     @kernel(f"{name}.column_partials", *[(_a(t, 2), _a(t, 2), _a(t, 1)) for t in _FLOATS])
@@ -801,6 +802,28 @@ def _extreme_chunks(K, I, x, largest):
         K[i, c], I[i, c] = extreme_scan(x[i], s, min(s + EXTREME_CHUNK, n), largest)
 
 
+@kernel("reduce.extreme_column_block", *[(_a(_I, 1), _a(_I, 1), _a(t, 2), _I, _I, _I, _I, types.boolean)
+                                          for t in _FLOATS])
+@njit(cache=True)
+def _extreme_column_block(kd, idx, xt, s, stop, i0, i1, largest):
+    # Elements s .. stop-1 of outputs i0 .. i1-1 (xt[k, i] = element k of
+    # output i): each output's best key and its first index, the outputs in
+    # the inner loop, which vectorises (a select where a later element is
+    # strictly better: ties keep the first index, as in extreme_scan).
+    prefer_host_vectors()
+    first = xt[s]
+    for i in range(np.uint64(i0), np.uint64(i1)):
+        kd[i] = order_key(first[i], largest)
+        idx[i] = s
+    for k in range(s + 1, stop):
+        src = xt[k]
+        for i in range(np.uint64(i0), np.uint64(i1)):
+            key = order_key(src[i], largest)
+            better = improves(key, kd[i])
+            kd[i] = key if better else kd[i]
+            idx[i] = k if better else idx[i]
+
+
 @kernel("reduce.extreme_columns", *[(_a(_I, 2), _a(_I, 2), _a(t, 2), types.boolean) for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def _extreme_columns(K, I, xt, largest):
@@ -811,21 +834,8 @@ def _extreme_columns(K, I, xt, largest):
     for w in prange(nch * nout):
         c = w // nout
         i0 = (w % nout) * OUTPUT_CHUNK
-        i1 = min(i0 + OUTPUT_CHUNK, M)
         s = c * EXTREME_CHUNK
-        kd = K[c]
-        idx = I[c]
-        first = xt[s]
-        for i in range(i0, i1):
-            kd[i] = order_key(first[i], largest)
-            idx[i] = s
-        for k in range(s + 1, min(s + EXTREME_CHUNK, n)):
-            src = xt[k]
-            for i in range(i0, i1):
-                key = order_key(src[i], largest)
-                if improves(key, kd[i]):
-                    kd[i] = key
-                    idx[i] = k
+        _extreme_column_block(K[c], I[c], xt, s, min(s + EXTREME_CHUNK, n), i0, min(i0 + OUTPUT_CHUNK, M), largest)
 
 
 @kernel("reduce.extreme_combine", *[(_a(t, 1), _a(_I, 1), _a(t, 2), _a(_I, 2), _a(_I, 2)) for t in _FLOATS])
