@@ -266,6 +266,29 @@ def test_exp_core_relative_error_against_mpfr():
     assert all(float(exp_core(np.float64(h), np.float64(l))) == float(y) for h, l, y in zip(zh[:200], zl[:200], got))
 
 
+def test_expm1_core_relative_error_against_mpfr():
+    # expm1_core(z) is claimed within 2^-50 of e^z - 1 for -40 <= z <= 700
+    # (the float32 expm1's and tanh's fast paths): random arguments over the
+    # range, next to +-ln2/2 (where the reduction's k turns from 0 to +-1 and
+    # the polynomial alone gives way to fma(2^k, q, 2^k - 1)), tiny ones, and
+    # +-0, which come back with their sign.
+    from softrep.algorithms.math.core import expm1_core
+
+    rng = np.random.default_rng(14)
+    half = math.log(2) / 2
+    edges = half + np.arange(-4, 5) * np.spacing(half)
+    z = np.concatenate([rng.uniform(-40, 700, 2000), rng.uniform(-1, 1, 1000),
+                        rng.uniform(-1, 1, 500) * 2.0 ** rng.integers(-80, -1, 500),
+                        edges, -edges, [-40.0, 700.0, 1e-300, -1e-300]])
+    run = numba.njit(lambda v: np.array([expm1_core(v[i]) for i in range(v.size)]))
+    got = run(z)
+    worst = worst_relative_error(got, lambda i: gmpy2.expm1(gmpy2.mpfr(float(z[i]))))
+    assert worst < -50, worst
+    zeros = run(np.array([0.0, -0.0]))
+    assert zeros[0] == 0 and not np.signbit(zeros[0]) and zeros[1] == 0 and np.signbit(zeros[1])
+    assert all(float(expm1_core(np.float64(v))) == float(y) for v, y in zip(z[:200], got))
+
+
 def test_exp_core_short_relative_error_against_mpfr():
     # exp_core_short(z) is claimed within 2^-40.1 of e^z for |z| <= 128 (the
     # float32 exp's and sigmoid's fast paths, which decide with the window

@@ -67,7 +67,6 @@ LOG10_2_H = F64(float.fromhex("0x1.34413509f79ffp-2"))
 LOG10_2_L = F64(float.fromhex("-0x1.9dc1da994fd21p-59"))
 INV_LN2_L = F64(float.fromhex("0x1.777d0ffda0d24p-56"))
 SQRT2 = F64(float.fromhex("0x1.6a09e667f3bcdp+0"))
-HALF_LN2 = F64(float.fromhex("0x1.62e42fefa39efp-2"))
 
 # 1.5 * 2^52: fma(z, 1/ln2, SHIFT) - SHIFT is z/ln2 rounded to the nearest integer
 # for |z/ln2| < 2^51 (the addition pushes the fraction bits out of the mantissa).
@@ -421,24 +420,24 @@ def exp_core_short(z):
 def expm1_core(z):
     """e^z - 1 for -40 <= z <= 700, relative error < 2^-50.
 
-    |z| <= ln2/2: the polynomial alone (no cancellation).  Otherwise
-    e^z - 1 = 2^k (1 + q) - 1 = fma(2^k, q, 2^k - 1): 2^k - 1 is exact for
-    -53 <= k <= 53 (rounded, 2^-53 relative, beyond, where it is -1 or 2^k to
-    within 2^-53), and the fma rounds once.  For k >= 1 the result is at least
-    2^k * 0.707 - 1 >= 0.41 while |2^k q| <= 0.42 * 2^k, so q's relative error
-    (2^-51.5) is amplified at most 2.1x; for k <= -1 the result is within
-    [-1, -0.29] and 2^k q is <= 0.21.  Total < 2^-50.
+    e^z - 1 = 2^k (1 + q) - 1 = fma(2^k, q, 2^k - 1), q = expm1_poly(r) for
+    z = k ln2 + r.  k = 0 (|z| <= ln2/2 but within an ulp or two of its
+    ends, where the rounded z/ln2 may reach 1/2): r = z exactly, 2^k - 1 =
+    +0, and the fma returns q itself, the polynomial alone (no
+    cancellation; z = +-0 is returned as it is, the sign of -0 being lost
+    in r).  Otherwise 2^k - 1 is exact for -53 <= k <= 53 (rounded, 2^-53
+    relative, beyond, where it is -1 or 2^k to within 2^-53), and the fma
+    rounds once.  For k >= 1 the result is at least 2^k * 0.707 - 1 >= 0.41
+    while |2^k q| <= 0.42 * 2^k, so q's relative error (2^-51.5) is amplified
+    at most 2.1x; for k <= -1 the result is within [-1, -0.29] and 2^k q is
+    <= 0.21.  Total < 2^-50.  One polynomial per argument and no branch, so
+    the vectorised fast loops (tanh's, expm1's) evaluate one, not one per
+    case.
     """
-    # Both cases are evaluated and one is selected, rather than branched to:
-    # branch-free, the vectorised fast loops (tanh) can use this (~60 -> ~15
-    # cycles per element).  Same values as the branch: each case is computed
-    # exactly as before, and the other one is discarded.
-    small = expm1_poly(z)
     kd, r = exp_reduce(z, ZERO)
-    q = expm1_poly(r)
     s = pow2(kd)
-    large = fma_rn(s, q, sub_rn(s, ONE))
-    return small if fabs(z) <= HALF_LN2 else large
+    large = fma_rn(s, expm1_poly(r), sub_rn(s, ONE))
+    return z if z == ZERO else large
 
 # P(w) = 2 (atanh(s)/s - 1)/w, w = s^2 in [0, ATANH_W_MAX] (|s| <= 0.1716 gives
 # w < 0.02944): a near-minimax polynomial of degree 6, mpmath.chebyfit(P,
