@@ -421,13 +421,13 @@ def expm1_core(z):
     """e^z - 1 for -40 <= z <= 700, relative error < 2^-50.
 
     e^z - 1 = 2^k (1 + q) - 1 = fma(2^k, q, 2^k - 1), q = expm1_poly(r) for
-    z = k ln2 + r.  k = 0 (|z| <= ln2/2 but within an ulp or two of its
-    ends, where the rounded z/ln2 may reach 1/2): r = z exactly, 2^k - 1 =
-    +0, and the fma returns q itself, the polynomial alone (no
-    cancellation; z = +-0 is returned as it is, the sign of -0 being lost
-    in r).  Otherwise 2^k - 1 is exact for -53 <= k <= 53 (rounded, 2^-53
-    relative, beyond, where it is -1 or 2^k to within 2^-53), and the fma
-    rounds once.  For k >= 1 the result is at least 2^k * 0.707 - 1 >= 0.41
+    z = k ln2 + r (`exp_reduce`).  Where k = 0 (every |z| <= ln2/2 but those
+    within an ulp or two of +-ln2/2, whose z/ln2 may round to +-1), r = z
+    exactly, 2^k - 1 = +0, and the fma returns q itself: the polynomial
+    alone, with no cancellation (z = +-0 is returned as it is: r loses the
+    sign of -0).  Otherwise 2^k - 1 is exact for -53 <= k <= 53 (rounded,
+    2^-53 relative, beyond, where it is -1 or 2^k to within 2^-53), and the
+    fma rounds once.  For k >= 1 the result is at least 2^k * 0.707 - 1 >= 0.41
     while |2^k q| <= 0.42 * 2^k, so q's relative error (2^-51.5) is amplified
     at most 2.1x; for k <= -1 the result is within [-1, -0.29] and 2^k q is
     <= 0.21.  Total < 2^-50.  One polynomial per argument and no branch, so
