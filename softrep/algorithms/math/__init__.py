@@ -36,7 +36,7 @@ from .erfc import erfc_f32, erfc_f64, erfc_fast64
 from .exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .exp10 import exp10_f32, exp10_f64, exp10_fast64
 from .exp2 import exp2_f32, exp2_f64, exp2_fast64
-from .expm1 import expm1_f32, expm1_f64, expm1_fast64
+from .expm1 import expm1_f32, expm1_f64, expm1_fast, expm1_fast64
 from .hypot import hypot_f32, hypot_f64, hypot_fast64
 from .log import log_f32, log_f64, log_fast, log_fast64
 from .log10 import log10_f32, log10_f64, log10_fast64
@@ -67,10 +67,10 @@ class MathKernel:
 
 # Functions without a float32 fast path of their own that keep their float32
 # kernel alone: rsqrt's and hypot's are branch-free and vectorise as they
-# are, and on the AVX2 path the float64 first steps of erfc, exp10 and expm1
+# are, and on the AVX2 path the float64 first steps of erfc and exp10
 # (int64 <-> double conversions, which AVX2 lacks) run slower than their
 # float32 kernels (docs/benchmarks.md).
-OWN_FLOAT32_PATH = frozenset({"erfc", "exp10", "expm1", "hypot", "rsqrt"})
+OWN_FLOAT32_PATH = frozenset({"erfc", "exp10", "hypot", "rsqrt"})
 
 
 def _with_narrowed(k):
@@ -92,7 +92,7 @@ KERNELS = {k.name: _with_narrowed(k) for k in (
     MathKernel("exp", 1, exp_f32, exp_f64, exp_fast, exp_fast64),
     MathKernel("exp10", 1, exp10_f32, exp10_f64, None, exp10_fast64),
     MathKernel("exp2", 1, exp2_f32, exp2_f64, None, exp2_fast64),
-    MathKernel("expm1", 1, expm1_f32, expm1_f64, None, expm1_fast64),
+    MathKernel("expm1", 1, expm1_f32, expm1_f64, expm1_fast, expm1_fast64),
     MathKernel("hypot", 2, hypot_f32, hypot_f64, None, hypot_fast64),
     MathKernel("log", 1, log_f32, log_f64, log_fast, log_fast64),
     MathKernel("log10", 1, log10_f32, log10_f64, None, log10_fast64),

@@ -6,6 +6,8 @@ e^x - 1 rounds to -1 (the midpoint between -1 and its float32 neighbour
 
 Fast path: `expm1_core` (relative error < 2^-50, no cancellation: the
 polynomial is used directly for |x| <= ln2/2).  expm1(+-0) = +-0 through it.
+`expm1_fast` is that step alone, branch-free, for the CPU's vectorised first
+loop.
 Accurate path: exp_dd(x) - 1 in double-double.  It only runs where the fast
 path cannot decide, which never happens for |x| < 2^-25: there e^x - 1 =
 x (1 + x/2 + ...) is within 2^-26 |x| of the float32 x, while rounding
@@ -41,7 +43,8 @@ import numpy as np
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, F6H, F6L, F7H, F7L, F8H, F8L, F64, INF32, NAN32, ONE,
-                   ZERO, dd_add, dd_mul, dd_to_f32, exp_dd, expm1_core, fast_two_sum, pow2, round_if_safe, two_prod,
+                   ZERO, ZERO32, dd_add, dd_mul, dd_to_f32, exp_dd, expm1_core, fast_two_sum, pow2, round_if_safe,
+                   two_prod,
                    two_sum)
 from .explog64 import (C9, C10, C11, C12, C13, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16,
                        T17, T18, T19, TD_ONE, exp_dd as exp_dd64, exp_dd_fast, exp_td, td_horner_step)
@@ -53,17 +56,26 @@ EXPM1_SATURATE = np.float32(-18.0)
 MINUS_ONE32 = np.float32(-1.0)
 
 @jitable
+def expm1_fast(x):
+    """(expm1(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide.  Branch-free: an x outside [-18, 89] (NaN included)
+    evaluates expm1_core(0), whose result is discarded, and inf, -1 or NaN
+    is selected."""
+    inline_into_callers()
+    inside = (x >= EXPM1_SATURATE) & (x <= EXPM1_OVERFLOW)
+    r, ok = round_if_safe(expm1_core(F64(x if inside else ZERO32)))
+    r = INF32 if x > EXPM1_OVERFLOW else r
+    r = MINUS_ONE32 if x < EXPM1_SATURATE else r
+    r = NAN32 if x != x else r
+    return r, ok | (not inside)
+
+
+@jitable
 def expm1_f32(x):
-    if x != x:
-        return NAN32
-    if x > EXPM1_OVERFLOW:
-        return INF32
-    if x < EXPM1_SATURATE:
-        return MINUS_ONE32
-    z = F64(x)
-    r, ok = round_if_safe(expm1_core(z))
+    r, ok = expm1_fast(x)
     if ok:
         return r
+    z = F64(x)
     eh, el = exp_dd(z, ZERO)
     h, l = dd_add(eh, el, negate(ONE), ZERO)
     return dd_to_f32(h, l)
