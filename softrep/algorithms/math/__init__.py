@@ -34,7 +34,7 @@ from .cosh import cosh_f32, cosh_f64, cosh_fast64
 from .erf import erf_f32, erf_f64, erf_fast, erf_fast64
 from .erfc import erfc_f32, erfc_f64, erfc_fast64
 from .exp import exp_f32, exp_f64, exp_fast, exp_fast64
-from .exp10 import exp10_f32, exp10_f64, exp10_fast64
+from .exp10 import exp10_f32, exp10_f64, exp10_fast, exp10_fast64
 from .exp2 import exp2_f32, exp2_f64, exp2_fast64
 from .expm1 import expm1_f32, expm1_f64, expm1_fast, expm1_fast64
 from .hypot import hypot_f32, hypot_f64, hypot_fast64
@@ -67,10 +67,10 @@ class MathKernel:
 
 # Functions without a float32 fast path of their own that keep their float32
 # kernel alone: rsqrt's and hypot's are branch-free and vectorise as they
-# are, and on the AVX2 path the float64 first steps of erfc and exp10
-# (int64 <-> double conversions, which AVX2 lacks) run slower than their
-# float32 kernels (docs/benchmarks.md).
-OWN_FLOAT32_PATH = frozenset({"erfc", "exp10", "hypot", "rsqrt"})
+# are, and on the AVX2 path erfc's float64 first step (int64 <-> double
+# conversions, which AVX2 lacks) runs slower than its float32 kernel
+# (docs/benchmarks.md).
+OWN_FLOAT32_PATH = frozenset({"erfc", "hypot", "rsqrt"})
 
 
 def _with_narrowed(k):
@@ -90,7 +90,7 @@ KERNELS = {k.name: _with_narrowed(k) for k in (
     MathKernel("erf", 1, erf_f32, erf_f64, erf_fast, erf_fast64),
     MathKernel("erfc", 1, erfc_f32, erfc_f64, None, erfc_fast64),
     MathKernel("exp", 1, exp_f32, exp_f64, exp_fast, exp_fast64),
-    MathKernel("exp10", 1, exp10_f32, exp10_f64, None, exp10_fast64),
+    MathKernel("exp10", 1, exp10_f32, exp10_f64, exp10_fast, exp10_fast64),
     MathKernel("exp2", 1, exp2_f32, exp2_f64, None, exp2_fast64),
     MathKernel("expm1", 1, expm1_f32, expm1_f64, expm1_fast, expm1_fast64),
     MathKernel("hypot", 2, hypot_f32, hypot_f64, None, hypot_fast64),

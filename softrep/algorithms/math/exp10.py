@@ -4,7 +4,8 @@
 x = -45.154... (2^-150); the clamps use 39 and -46.
 
 z = x ln10 as a double-double (two_prod exact, x LN10_L rounded once: 2^-105
-relative).  Fast path exp_core(z) (2^-50.5), accurate path exp_dd(z) (2^-92).
+relative).  Fast path exp_core(z) (2^-50.5; `exp10_fast`, branch-free, for
+the CPU's vectorised first loop), accurate path exp_dd(z) (2^-92).
 Exact cases: 10^n for n = 0..10 is a float32; the fast path is within 2^-50 of
 it, far from any rounding boundary.  10^n for n = 11..38 is an odd multiple of
 5^n with 26 to 89 significant bits: not a float32 midpoint, and at least
@@ -40,19 +41,35 @@ EXP10_OVERFLOW = np.float32(39.0)
 EXP10_UNDERFLOW = np.float32(-46.0)
 
 @jitable
-def exp10_f32(x):
-    if x != x:
-        return NAN32
-    if x > EXP10_OVERFLOW:
-        return INF32
-    if x < EXP10_UNDERFLOW:
-        return ZERO32
+def exp10_z(x):
+    """z = x ln10 as a double-double (zh, zl) for a float32 x (module docstring)."""
     xd = F64(x)
     zh, zl = two_prod(xd, LN10_H)
-    zl = fma_rn(xd, LN10_L, zl)
+    return zh, fma_rn(xd, LN10_L, zl)
+
+
+@jitable
+def exp10_fast(x):
+    """(exp10(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide.  Branch-free: an x outside [-46, 39] (NaN included)
+    evaluates exp10(0), whose result is discarded, and inf, +0 or NaN is
+    selected."""
+    inline_into_callers()
+    inside = (x >= EXP10_UNDERFLOW) & (x <= EXP10_OVERFLOW)
+    zh, zl = exp10_z(x if inside else ZERO32)
     r, ok = round_if_safe(exp_core(zh, zl))
+    r = INF32 if x > EXP10_OVERFLOW else r
+    r = ZERO32 if x < EXP10_UNDERFLOW else r
+    r = NAN32 if x != x else r
+    return r, ok | (not inside)
+
+
+@jitable
+def exp10_f32(x):
+    r, ok = exp10_fast(x)
     if ok:
         return r
+    zh, zl = exp10_z(x)
     h, l = exp_dd(zh, zl)
     return dd_to_f32(h, l)
 
