@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...primitives.rounding import (add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn)
+from ...primitives.rounding import (add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sub_rn)
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
@@ -174,6 +174,16 @@ def clamp(x, lo, hi):
     instruction (those return their second operand, x, for a NaN)."""
     y = hi if x > hi else x
     return lo if y < lo else y
+
+@jitable
+def outside_range(x, r, ok, lo, hi, below, above):
+    """(r, ok) of a float32 fast path that evaluated x only inside [lo, hi]
+    (another argument in its place), with x < lo giving `below`, x > hi
+    `above` and a NaN x the NaN, each decided."""
+    r = above if x > hi else r
+    r = below if x < lo else r
+    r = NAN32 if x != x else r
+    return r, ok | (not ((x >= lo) & (x <= hi)))
 
 @jitable
 def round_if_within(y, window_lo, window_hi):

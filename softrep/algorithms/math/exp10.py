@@ -31,8 +31,8 @@ from fractions import Fraction
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
-from .core import (F64, INF32, LN10_H, LN10_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
-                    two_prod)
+from .core import (F64, INF32, LN10_H, LN10_L, ZERO32, dd_to_f32, exp_core, exp_dd, outside_range, round_if_safe,
+                   two_prod)
 from .exact64 import decide_scaled
 from .explog64 import LN10_TD, SHIFT, exp_dd as exp_dd64, exp_reduce_fast, exp_reduced_fast, exp_td
 from .multiword import dd_error, td_add, td_round, ziv_round
@@ -58,10 +58,7 @@ def exp10_fast(x):
     inside = (x >= EXP10_UNDERFLOW) & (x <= EXP10_OVERFLOW)
     zh, zl = exp10_z(x if inside else ZERO32)
     r, ok = round_if_safe(exp_core(zh, zl))
-    r = INF32 if x > EXP10_OVERFLOW else r
-    r = ZERO32 if x < EXP10_UNDERFLOW else r
-    r = NAN32 if x != x else r
-    return r, ok | (not inside)
+    return outside_range(x, r, ok, EXP10_UNDERFLOW, EXP10_OVERFLOW, ZERO32, INF32)
 
 
 @jitable

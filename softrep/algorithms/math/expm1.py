@@ -42,10 +42,9 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, fma_rn, jitable, mul_rn, negate
-from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, F6H, F6L, F7H, F7L, F8H, F8L, F64, INF32, NAN32, ONE,
-                   ZERO, ZERO32, dd_add, dd_mul, dd_to_f32, exp_dd, expm1_core, fast_two_sum, pow2, round_if_safe,
-                   two_prod,
-                   two_sum)
+from .core import (F2H, F2L, F3H, F3L, F4H, F4L, F5H, F5L, F6H, F6L, F7H, F7L, F8H, F8L, F64, INF32, ONE, ZERO,
+                   ZERO32, dd_add, dd_mul, dd_to_f32, exp_dd, expm1_core, fast_two_sum, outside_range, pow2,
+                   round_if_safe, two_prod, two_sum)
 from .explog64 import (C9, C10, C11, C12, C13, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15, T16,
                        T17, T18, T19, TD_ONE, exp_dd as exp_dd64, exp_dd_fast, exp_td, td_horner_step)
 from .exact64 import bracket_err
@@ -64,10 +63,7 @@ def expm1_fast(x):
     inline_into_callers()
     inside = (x >= EXPM1_SATURATE) & (x <= EXPM1_OVERFLOW)
     r, ok = round_if_safe(expm1_core(F64(x if inside else ZERO32)))
-    r = INF32 if x > EXPM1_OVERFLOW else r
-    r = MINUS_ONE32 if x < EXPM1_SATURATE else r
-    r = NAN32 if x != x else r
-    return r, ok | (not inside)
+    return outside_range(x, r, ok, EXPM1_SATURATE, EXPM1_OVERFLOW, MINUS_ONE32, INF32)
 
 
 @jitable
