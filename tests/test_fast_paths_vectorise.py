@@ -15,7 +15,9 @@ import pytest
 from numba import njit
 
 import softrep.algorithms.math as AM
-from softrep.cpu.launch import _decided_chunk, prefer_host_vectors
+import softrep.cpu.launch as launch
+from numba.core import config as numba_config
+from softrep.cpu.launch import _decided_chunk, host_prefers_scalar_loads, prefer_host_table_reads, prefer_host_vectors
 
 TWO_ARGUMENTS = ("pow", "hypot")
 # rsqrt's first step keeps its branches: a branch-free form vectorised ran 40%
@@ -30,7 +32,7 @@ def _loop(fast, nin):
     """The decided-first launcher's first loop (softrep/cpu/launch.py)."""
     if nin == 1:
         def loop(out, x, lo, hi):
-            prefer_host_vectors()
+            prefer_host_table_reads()
             undecided = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i])
@@ -39,7 +41,7 @@ def _loop(fast, nin):
             return undecided
     else:
         def loop(out, x, lo, hi):
-            prefer_host_vectors()
+            prefer_host_table_reads()
             undecided = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i], x[i])
@@ -90,6 +92,41 @@ def test_launcher_first_loop_is_vectorised(name, dtype):
     body = _function_ir("\n".join(chunk.inspect_llvm().values()), "_decided_chunk")
     lanes = "double" if dtype == "float64" else "float"
     assert re.search(rf"<\d+ x {lanes}>", body), f"{name} ({dtype}): the launcher's first loop is not vectorised"
+
+
+@pytest.mark.parametrize("scalar_loads", (False, True))
+def test_table_reads_follow_scalar_loads(monkeypatch, scalar_loads):
+    """The launcher's loops ask for scalar table loads exactly where
+    SCALAR_LOADS says so, and with them LLVM emits no gather: float64 exp2's
+    first step reads two table words per element, which LLVM reads with
+    AVX-512 gathers unless told otherwise."""
+    monkeypatch.setattr(launch, "SCALAR_LOADS", scalar_loads)
+    k = AM.KERNELS["exp2"]
+    chunk = njit(error_model="numpy")(_decided_chunk(k.f64, k.f64_fast).py_func)
+    x = np.linspace(0.5, 2.0, 64)
+    chunk(np.empty_like(x), x, 0, x.size)
+    ir = "\n".join(chunk.inspect_llvm().values())
+    define = next(line for line in ir.splitlines() if line.startswith("define") and "_decided_chunk" in line)
+    groups = re.findall(r"#(\d+)", define)
+    attributes = "".join(re.findall(rf"^attributes #(?:{'|'.join(groups)}) = (.*)$", ir, re.M))
+    assert ("prefer-no-gather" in attributes) == scalar_loads
+    if launch.VECTOR_BITS == 512:
+        body = _function_ir(ir, "_decided_chunk")
+        assert ("@llvm.masked.gather" in body) == (not scalar_loads)
+
+
+@pytest.mark.parametrize("name,features,expected", [
+    ("znver4", "+avx2,+fma,+avx512f", True),
+    ("znver5", "+avx2,+fma,+avx512f,+avx512dq", True),
+    ("znver4", "+avx2,+fma,-avx512f", False),  # benchmarks/isa.py's AVX2 path
+    ("znver3", "+avx2,+fma", False),
+    ("sapphirerapids", "+avx2,+fma,+avx512f", False),
+    ("skylake-avx512", "+avx2,+fma,+avx512f", False),
+])
+def test_scalar_loads_on_zen_with_avx512_only(monkeypatch, name, features, expected):
+    monkeypatch.setattr(numba_config, "CPU_NAME", name)
+    monkeypatch.setattr(numba_config, "CPU_FEATURES", features)
+    assert host_prefers_scalar_loads() == expected
 
 
 def _softmax_row_callers():

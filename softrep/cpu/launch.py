@@ -272,16 +272,46 @@ def launch_serial(run, dtype, out, inputs, n):
 CHUNK = 8192  # elements per work item of the decided-first launcher (32 KB of float32)
 
 
+def host_cpu_features():
+    """The feature string of the CPU Numba compiles for ("+avx2,+fma,..."):
+    NUMBA_CPU_FEATURES where set (benchmarks/isa.py), else the host's."""
+    features = _numba_config.CPU_FEATURES
+    return features if features is not None else llvm.get_host_cpu_features().flatten()
+
+
 def host_vector_bits():
     """The widest vector registers of the CPU Numba compiles for: 512 bits
     with AVX-512F, else 256 (AVX2; narrower hosts get what LLVM makes of it)."""
-    features = _numba_config.CPU_FEATURES
-    if features is None:
-        features = llvm.get_host_cpu_features().flatten()
-    return 512 if "+avx512f" in features.split(",") else 256
+    return 512 if "+avx512f" in host_cpu_features().split(",") else 256
+
+
+def host_prefers_scalar_loads():
+    """Whether table reads in vector loops should be scalar loads rather than
+    AVX-512 gathers on the CPU Numba compiles for: on AMD's Zen cores.  LLVM
+    treats every AVX-512 gather as cheap, but on Zen a gather of 8 doubles
+    costs more than 8 scalar loads and their inserts: with scalar loads the
+    float64 math functions (two table reads per element) ran 5-45% faster on
+    Zen 5 (docs/benchmarks.md).  Without AVX-512, LLVM already uses scalar
+    loads on these cores.  Elsewhere LLVM's choice stands."""
+    name = _numba_config.CPU_NAME or llvm.get_host_cpu_name()
+    return name.startswith("znver") and host_vector_bits() == 512
 
 
 VECTOR_BITS = host_vector_bits()
+SCALAR_LOADS = host_prefers_scalar_loads()
+
+
+def _vector_hints(scalar_loads):
+    """The codegen of the vector-loop hints: function attributes only."""
+    def codegen(context, builder, signature, args):
+        # llvmlite's attribute set only admits enum attributes by name; a
+        # string attribute is written out as given.
+        attributes = builder.function.attributes
+        set.add(attributes, f'"prefer-vector-width"="{VECTOR_BITS}"')
+        if scalar_loads and SCALAR_LOADS:
+            set.add(attributes, f'"target-features"="{host_cpu_features()},+prefer-no-gather"')
+        return context.get_dummy_value()
+    return codegen
 
 
 @intrinsic
@@ -292,12 +322,19 @@ def prefer_host_vectors(typingctx):
     throughput of the fast paths: they compute in double, 4 lanes per ymm
     register against 8 per zmm.  Width changes no bit: each lane is the same
     IEEE operation."""
-    def codegen(context, builder, signature, args):
-        # llvmlite's attribute set only admits enum attributes by name; a
-        # string attribute is written out as given.
-        set.add(builder.function.attributes, f'"prefer-vector-width"="{VECTOR_BITS}"')
-        return context.get_dummy_value()
-    return types.none(), codegen
+    return types.none(), _vector_hints(False)
+
+
+@intrinsic
+def prefer_host_table_reads(typingctx):
+    """`prefer_host_vectors`, and where SCALAR_LOADS, table reads at computed
+    indices left to scalar loads ("prefer-no-gather" added to the target's
+    features): for the math functions' first steps, which read one or two
+    table words per element.  (Not for strided reads in general: the short
+    rows' amax over rows of 64, which LLVM also vectorises with gathers, ran
+    15% slower with scalar loads on Zen 5.)  No bit changes: the same
+    values are loaded."""
+    return types.none(), _vector_hints(True)
 
 
 MARK_BLOCK = 64  # elements the marked pass tests at once
@@ -327,7 +364,7 @@ def _marked_pass(f, nin, fast):
             out[i] = canonical(f(x[i]))
 
         def nans(out, x, y, b, e):
-            prefer_host_vectors()
+            prefer_host_table_reads()
             for i in range(b, e):
                 r, ok = fast(x[i])
                 out[i] = canonical_nan(r) if ok & (r != r) & is_undecided(out[i]) else out[i]
@@ -336,7 +373,7 @@ def _marked_pass(f, nin, fast):
             out[i] = canonical(f(x[i], y[i]))
 
         def nans(out, x, y, b, e):
-            prefer_host_vectors()
+            prefer_host_table_reads()
             for i in range(b, e):
                 r, ok = fast(x[i], y[i])
                 out[i] = canonical_nan(r) if ok & (r != r) & is_undecided(out[i]) else out[i]
@@ -384,7 +421,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
     if nin == 1 and fast2 is not None:
 
         def chunk(out, x, lo, hi):
-            prefer_host_vectors()
+            prefer_host_table_reads()
             pending = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i])
@@ -405,7 +442,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
     elif nin == 1:
 
         def chunk(out, x, lo, hi):
-            prefer_host_vectors()
+            prefer_host_table_reads()
             pending = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i])
@@ -418,7 +455,7 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
     else:
 
         def chunk(out, x, y, lo, hi):
-            prefer_host_vectors()
+            prefer_host_table_reads()
             pending = np.uint32(0)
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i], y[i])
