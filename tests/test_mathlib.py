@@ -307,6 +307,68 @@ def test_exp_core_short_relative_error_against_mpfr():
     assert all(float(exp_core_short(np.float64(v))) == float(y) for v, y in zip(z[:200], got))
 
 
+@pytest.mark.parametrize("name", ["exp2", "exp10"])
+def test_exp_times_core_relative_error_against_mpfr(name):
+    # exp.exp_times_core(x, c) is claimed within 2^-40.07 of 2^x (c = LN2_H,
+    # -151 <= x <= 128) and of 10^x (c = LN10_H, -46 <= x <= 39): the first
+    # steps of the float32 exp2 and exp10, which decide with the window
+    # 2^-39.  Random float32 over each range, its ends, the integers (exact
+    # powers) and tiny arguments, against MPFR.
+    from softrep.algorithms.math.core import LN10_H, LN2_H
+    from softrep.algorithms.math.exp import exp_times_core
+
+    c, lo, hi, base = (LN2_H, -151.0, 128.0, 2) if name == "exp2" else (LN10_H, -46.0, 39.0, 10)
+    rng = np.random.default_rng(15)
+    x = np.concatenate([rng.uniform(lo, hi, 4000), np.arange(lo, hi + 1), [lo, hi, 2.0**-149, -2.0**-149],
+                        rng.uniform(-1, 1, 500) * 2.0 ** rng.integers(-40, 0, 500)]).astype(np.float32)
+    run = numba.njit(lambda v: np.array([exp_times_core(v[i], c) for i in range(v.size)]))
+    got = run(x)
+    worst = worst_relative_error(got, lambda i: gmpy2.mpfr(base) ** gmpy2.mpfr(float(x[i])))
+    assert worst < -40.07, worst
+
+
+@pytest.mark.parametrize("name", ["log2", "log10"])
+def test_log_times_core_relative_error_against_mpfr(name):
+    # log.log_times_core(x, c) is claimed within 2^-42.8 of log2 x (c =
+    # INV_LN2) and log10 x (c = INV_LN10) for every positive float32 x other
+    # than 1 (where it is +0): random float32 over all binades, next to 1,
+    # the powers of two and of ten, and the range's ends, against MPFR.
+    from softrep.algorithms.math.core import INV_LN10, INV_LN2
+    from softrep.algorithms.math.log import log_times_core
+
+    c, ref = (INV_LN2, gmpy2.log2) if name == "log2" else (INV_LN10, gmpy2.log10)
+    rng = np.random.default_rng(16)
+    bits = np.concatenate([rng.integers(1, 0x7F800000, 4000), 0x3F800000 + rng.integers(-3000, 3000, 500),
+                           [1, 2, 0x007FFFFF, 0x00800000, 0x7F7FFFFF]]).astype(np.uint32)
+    x = np.concatenate([bits.view(np.float32), 2.0 ** np.arange(-149, 128), 10.0 ** np.arange(-45, 39)]).astype(np.float32)
+    x = x[(x != 1) & (x > 0)]
+    run = numba.njit(lambda v: np.array([log_times_core(v[i], c) for i in range(v.size)]))
+    worst = worst_relative_error(run(x), lambda i: ref(gmpy2.mpfr(float(x[i]))))
+    assert worst < -42.8, worst
+    one = run(np.array([1.0], np.float32))[0]
+    assert one == 0 and not np.signbit(one)
+
+
+@pytest.mark.parametrize("name, bound", [("sinh", -49.4), ("cosh", -40.09)])
+def test_sinh_cosh_first_steps_relative_error_against_mpfr(name, bound):
+    # sinh.sinh_by_expm1(a) is claimed within 2^-49.4 of sinh a, and
+    # cosh.cosh_short(a) within 2^-40.09 of cosh a, for float32 0 <= a <= 90:
+    # the first steps of the float32 sinh (window 2^-46) and cosh (window
+    # 2^-39).  Random float32 over the range, tiny and subnormal ones, and the
+    # ends, against MPFR.
+    from softrep.algorithms.math.cosh import cosh_short
+    from softrep.algorithms.math.sinh import sinh_by_expm1
+
+    step, ref = (sinh_by_expm1, gmpy2.sinh) if name == "sinh" else (cosh_short, gmpy2.cosh)
+    rng = np.random.default_rng(17)
+    a = np.concatenate([rng.uniform(0, 90, 3000), rng.uniform(0, 1, 1000) * 2.0 ** rng.integers(-149, 0, 1000),
+                        [90.0, 89.4, 2.0**-149, 2.0**-126, 1.0]]).astype(np.float32)
+    a = a[a > 0]
+    run = numba.njit(lambda v: np.array([step(v[i]) for i in range(v.size)]))
+    worst = worst_relative_error(run(a), lambda i: ref(gmpy2.mpfr(float(a[i]))))
+    assert worst < bound, worst
+
+
 def test_log_core_short_relative_error_against_mpfr():
     # log_core_short(x) is claimed within 2^-42.9 of log x for every positive
     # float32 x (the float32 log's fast path, which decides with the window
@@ -629,7 +691,14 @@ def test_simulator_accurate_path():
             assert bits(g) == bits(expected)
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "sin", "cos", "erf"])
+# float32 functions with a first step of their own (<name>_fast), and those
+# of them defined for positive arguments only
+OWN_FIRST_STEPS = ["exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "sinh", "cosh", "tanh", "sigmoid", "sin",
+                   "cos", "erf"]
+POSITIVE_ONLY = ("log", "log2", "log10")
+
+
+@pytest.mark.parametrize("name", OWN_FIRST_STEPS)
 def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     # float32 CPU launches of these functions run <name>_fast (branch-free, so
     # the loop vectorises) over every input, then <name>_f32 where the fast
@@ -644,7 +713,7 @@ def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     assert M.FUNCTIONS[name].kernel.decided_fast is not None
     fast = getattr(importlib.import_module(f"softrep.algorithms.math.{name}"), f"{name}_fast")
     ordinary = (np.random.Generator(np.random.PCG64(9)).standard_normal(100) * 4).astype(np.float32)
-    hard = np.concatenate([V.load_hard_cases(name).view(np.float32)[:400], np.abs(ordinary) if name == "log" else ordinary])
+    hard = np.concatenate([V.load_hard_cases(name).view(np.float32)[:400], np.abs(ordinary) if name in POSITIVE_ONLY else ordinary])
     decided = np.array([fast(x)[1] for x in hard])
     assert 0 < np.count_nonzero(~decided) < len(hard)
     got = M.FUNCTIONS[name].op(torch.from_numpy(hard.copy())).numpy()
@@ -652,7 +721,7 @@ def test_two_loop_launcher_hands_undecided_inputs_to_the_accurate_path(name):
     assert np.array_equal(bits(got), bits(want))
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "sin", "cos", "erf"])
+@pytest.mark.parametrize("name", OWN_FIRST_STEPS)
 def test_decided_first_launcher_across_chunks(name):
     """Undecided inputs at the first and last element of launcher chunks, in several
     chunks, among ordinary ones: they and a sample of the others equal the scalar
@@ -668,7 +737,7 @@ def test_decided_first_launcher_across_chunks(name):
     assert undecided.size >= 5
     rng = np.random.Generator(np.random.PCG64(5))
     xs = (rng.standard_normal(3 * CHUNK + 11) * 4).astype(np.float32)
-    if name == "log":
+    if name in POSITIVE_ONLY:
         xs = np.abs(xs)
     spots = [0, CHUNK - 1, CHUNK, 2 * CHUNK + 7, xs.size - 1]
     xs[spots] = undecided[:5]

@@ -30,24 +30,24 @@ from dataclasses import dataclass, replace
 from .atan import atan_f32, atan_f64, atan_fast64
 from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
 from .cos import cos_f32, cos_f64, cos_fast, cos_fast64, cos_window
-from .cosh import cosh_f32, cosh_f64, cosh_fast64
+from .cosh import cosh_f32, cosh_f64, cosh_fast, cosh_fast64
 from .erf import erf_f32, erf_f64, erf_fast, erf_fast64
 from .erfc import erfc_f32, erfc_f64, erfc_fast64
 from .exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .exp10 import exp10_f32, exp10_f64, exp10_fast, exp10_fast64
-from .exp2 import exp2_f32, exp2_f64, exp2_fast64
+from .exp2 import exp2_f32, exp2_f64, exp2_fast, exp2_fast64
 from .expm1 import expm1_f32, expm1_f64, expm1_fast, expm1_fast64
 from .hypot import hypot_f32, hypot_f64, hypot_fast64
 from .log import log_f32, log_f64, log_fast, log_fast64
-from .log10 import log10_f32, log10_f64, log10_fast64
+from .log10 import log10_f32, log10_f64, log10_fast, log10_fast64
 from .log1p import log1p_f32, log1p_f64, log1p_fast64
-from .log2 import log2_f32, log2_f64, log2_fast64
+from .log2 import log2_f32, log2_f64, log2_fast, log2_fast64
 from .narrowed import float32_first_step
 from .pow import pow_f32, pow_f64, pow_fast64
 from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
 from .sin import sin_f32, sin_f64, sin_fast, sin_fast64, sin_window
-from .sinh import sinh_f32, sinh_f64, sinh_fast64
+from .sinh import sinh_f32, sinh_f64, sinh_fast, sinh_fast64
 from .tan import tan_f32, tan_f64, tan_fast64
 from .tanh import tanh_f32, tanh_f64, tanh_fast, tanh_fast64
 
@@ -86,23 +86,23 @@ KERNELS = {k.name: _with_narrowed(k) for k in (
     MathKernel("atan", 1, atan_f32, atan_f64, None, atan_fast64),
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
     MathKernel("cos", 1, cos_f32, cos_f64, cos_fast, cos_fast64, cos_window),
-    MathKernel("cosh", 1, cosh_f32, cosh_f64, None, cosh_fast64),
+    MathKernel("cosh", 1, cosh_f32, cosh_f64, cosh_fast, cosh_fast64),
     MathKernel("erf", 1, erf_f32, erf_f64, erf_fast, erf_fast64),
     MathKernel("erfc", 1, erfc_f32, erfc_f64, None, erfc_fast64),
     MathKernel("exp", 1, exp_f32, exp_f64, exp_fast, exp_fast64),
     MathKernel("exp10", 1, exp10_f32, exp10_f64, exp10_fast, exp10_fast64),
-    MathKernel("exp2", 1, exp2_f32, exp2_f64, None, exp2_fast64),
+    MathKernel("exp2", 1, exp2_f32, exp2_f64, exp2_fast, exp2_fast64),
     MathKernel("expm1", 1, expm1_f32, expm1_f64, expm1_fast, expm1_fast64),
     MathKernel("hypot", 2, hypot_f32, hypot_f64, None, hypot_fast64),
     MathKernel("log", 1, log_f32, log_f64, log_fast, log_fast64),
-    MathKernel("log10", 1, log10_f32, log10_f64, None, log10_fast64),
+    MathKernel("log10", 1, log10_f32, log10_f64, log10_fast, log10_fast64),
     MathKernel("log1p", 1, log1p_f32, log1p_f64, None, log1p_fast64),
-    MathKernel("log2", 1, log2_f32, log2_f64, None, log2_fast64),
+    MathKernel("log2", 1, log2_f32, log2_f64, log2_fast, log2_fast64),
     MathKernel("pow", 2, pow_f32, pow_f64, None, pow_fast64),
     MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, None, rsqrt_fast64),
     MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64),
     MathKernel("sin", 1, sin_f32, sin_f64, sin_fast, sin_fast64, sin_window),
-    MathKernel("sinh", 1, sinh_f32, sinh_f64, None, sinh_fast64),
+    MathKernel("sinh", 1, sinh_f32, sinh_f64, sinh_fast, sinh_fast64),
     MathKernel("tan", 1, tan_f32, tan_f64, None, tan_fast64),
     MathKernel("tanh", 1, tanh_f32, tanh_f64, tanh_fast, tanh_fast64),
 )}

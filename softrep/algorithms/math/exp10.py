@@ -4,9 +4,10 @@
 x = -45.154... (2^-150); the clamps use 39 and -46.
 
 z = x ln10 as a double-double (two_prod exact, x LN10_L rounded once: 2^-105
-relative).  Fast path exp_core(z) (2^-50.5; `exp10_fast`, branch-free, for
-the CPU's vectorised first loop), accurate path exp_dd(z) (2^-92).
-Exact cases: 10^n for n = 0..10 is a float32; the fast path is within 2^-50 of
+relative).  Fast path (`exp10_fast`, branch-free, for the CPU's vectorised
+first loop): exp_core_short(RN(x LN10_H)) in the wide window 2^-39, < 2^-40.07
+(exp.exp_times_fast); accurate path exp_dd(z) (2^-92).
+Exact cases: 10^n for n = 0..10 is a float32; the fast path is within 2^-40 of
 it, far from any rounding boundary.  10^n for n = 11..38 is an odd multiple of
 5^n with 26 to 89 significant bits: not a float32 midpoint, and at least
 2^-89 away from one relatively, which the accurate path resolves.
@@ -31,8 +32,8 @@ from fractions import Fraction
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
-from .core import (F64, INF32, LN10_H, LN10_L, ZERO32, dd_to_f32, exp_core, exp_dd, outside_range, round_if_safe,
-                   two_prod)
+from .core import F64, LN10_H, LN10_L, dd_to_f32, exp_dd, two_prod
+from .exp import exp_times_fast
 from .exact64 import decide_scaled
 from .explog64 import LN10_TD, SHIFT, exp_dd as exp_dd64, exp_reduce_fast, exp_reduced_fast, exp_td
 from .multiword import dd_error, td_add, td_round, ziv_round
@@ -51,14 +52,9 @@ def exp10_z(x):
 @jitable
 def exp10_fast(x):
     """(exp10(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide.  Branch-free: an x outside [-46, 39] (NaN included)
-    evaluates exp10(0), whose result is discarded, and inf, +0 or NaN is
-    selected."""
+    path cannot decide: exp.exp_times_fast with ln10 (module docstring)."""
     inline_into_callers()
-    inside = (x >= EXP10_UNDERFLOW) & (x <= EXP10_OVERFLOW)
-    zh, zl = exp10_z(x if inside else ZERO32)
-    r, ok = round_if_safe(exp_core(zh, zl))
-    return outside_range(x, r, ok, EXP10_UNDERFLOW, EXP10_OVERFLOW, ZERO32, INF32)
+    return exp_times_fast(x, LN10_H, EXP10_UNDERFLOW, EXP10_OVERFLOW)
 
 
 @jitable

@@ -6,9 +6,11 @@ clamps use 128 and -151; -151 < x <= -150 is computed and rounds to 0.
 
 z = x ln2 as a double-double: two_prod(x, LN2_H) is exact and x LN2_L adds one
 rounding of relative size 2^-53 * 2^-53, so z is x ln2 to 2^-105 relative.
-Fast path exp_core(z) (2^-50.5); accurate path exp_dd(z) (2^-92).
-Integer x gives exactly 2^x on the fast path (the reduced argument is ~2^-100
-and e^r rounds to 1), which passes the rounding test.
+Fast path (`exp2_fast`, branch-free, for the CPU's vector loop):
+exp_core_short(RN(x LN2_H)) in the wide window 2^-39, < 2^-40.07
+(exp.exp_times_fast); accurate path exp_dd(z) (2^-92).
+Integer x: the fast path's value is 2^x within 2^-40.07, and the window
+around it rounds to the float32 2^x at both ends: decided as 2^x.
 
 float64 (`exp2_f64`, correctly rounded; scheme: multiword.py): first a plain
 double fast path (`exp2_fast64`: explog64.exp2_sum_fast and a four-addition
@@ -28,8 +30,8 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
-from .core import (F64, INF32, LN2_H, LN2_L, NAN32, ZERO32, dd_to_f32, exp_core, exp_dd, round_if_safe,
-                    two_prod)
+from .core import F64, LN2_H, LN2_L, dd_to_f32, exp_dd, two_prod
+from .exp import exp_times_fast
 from .explog64 import (LN2_TH, LN2_TL, LN2_TM, SHIFT, decide_exp2_sum, exp2_sum_fast, exp_dd_reduced,
                        exp_td_reduced)
 from .multiword import dd_error, td_add, td_round, ziv_round
@@ -38,19 +40,29 @@ EXP2_OVERFLOW = np.float32(128.0)
 EXP2_UNDERFLOW = np.float32(-151.0)
 
 @jitable
-def exp2_f32(x):
-    if x != x:
-        return NAN32
-    if x >= EXP2_OVERFLOW:
-        return INF32
-    if x < EXP2_UNDERFLOW:
-        return ZERO32
+def exp2_z(x):
+    """z = x ln2 as a double-double (zh, zl) for a float32 x (module docstring)."""
     xd = F64(x)
     zh, zl = two_prod(xd, LN2_H)
-    zl = fma_rn(xd, LN2_L, zl)
-    r, ok = round_if_safe(exp_core(zh, zl))
+    return zh, fma_rn(xd, LN2_L, zl)
+
+
+@jitable
+def exp2_fast(x):
+    """(exp2(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide: exp.exp_times_fast with ln2 (module docstring).
+    x = 128 computes 2^128, which rounds to inf, and x = -151 computes
+    2^-151, which rounds to +0."""
+    inline_into_callers()
+    return exp_times_fast(x, LN2_H, EXP2_UNDERFLOW, EXP2_OVERFLOW)
+
+
+@jitable
+def exp2_f32(x):
+    r, ok = exp2_fast(x)
     if ok:
         return r
+    zh, zl = exp2_z(x)
     h, l = exp_dd(zh, zl)
     return dd_to_f32(h, l)
 

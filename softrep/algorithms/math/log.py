@@ -25,23 +25,48 @@ from .exact64 import bracket_err
 from .explog64 import log_dd as log_dd64, log_dd_fast, log_split, log_td
 from .multiword import dd_error, td_round, ziv_round
 
+ONE = F64(1.0)
 ZERO_F32 = np.float32(0.0)
 ONE_F32 = np.float32(1.0)
 NEG_INF32 = np.float32(-np.inf)
 
 @jitable
-def log_fast(x):
-    """(log(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide.  Branch-free: specials evaluate log_core_short(1) and
-    are selected at the end."""
+def log_times_core(x, c):
+    """log(x) C in double for a positive float32 x and the double c of a
+    constant C, RN(log_core_short(x) c): relative error < 2^-42.8
+    (`log_times_fast`)."""
+    inline_into_callers()
+    return mul_rn(log_core_short(F64(x)), c)
+
+
+@jitable
+def log_times_fast(x, c):
+    """(log(x) c correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide, for a positive double c within 2^-53 of the constant
+    meant (1, 1/ln2, 1/ln10): y = RN(log_core_short(x) c) misses log(x) times
+    the constant by < (1 + 2^-42.9)(1 + 2^-53)^2 - 1 < 2^-42.8 relatively,
+    inside the wide window 2^-39.  Exact results (log2 of a power of two,
+    log10 of 10^n) are integers (or +0 at x = 1, where the core returns +0),
+    decided as such.  Branch-free: specials evaluate log_core_short(1) and
+    are selected at the end (the constant is positive, so log's specials are
+    those of the product: NaN, -inf at +-0, +inf at +inf)."""
     inline_into_callers()
     nan, zero, inf = (x != x) | (x < ZERO_F32), x == ZERO_F32, x == INF32
     special = nan | zero | inf
-    r, ok = round_if_within(log_core_short(F64(ONE_F32 if special else x)), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+    r, ok = round_if_within(log_times_core(ONE_F32 if special else x, c), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
     r = INF32 if inf else r
     r = NEG_INF32 if zero else r
     r = NAN32 if nan else r
     return r, ok | special
+
+
+@jitable
+def log_fast(x):
+    """(log(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide: `log_times_fast` with the constant 1 (the product is
+    exact)."""
+    inline_into_callers()
+    return log_times_fast(x, ONE)
 
 
 @jitable

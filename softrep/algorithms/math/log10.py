@@ -6,6 +6,9 @@ of log m's 2^-51; |log(m)/ln10| <= 0.151 < e log10(2)/2 for e != 0, so the sum
 cancels at most a factor 2: relative error < 2^-49.5.
 Exact cases: log10(10^n) = n for n = 1..10 (10^n is a float32); the fast path
 is within 2^-49 of n, far from a rounding boundary.
+Before it, the branch-free first step of the CPU's vector loop (`log10_fast`):
+log's short core times 1/ln10, < 2^-42.8, in the wide window 2^-39
+(log.log_times_fast); it decides the exact cases too.
 Accurate path: log_dd(x) * (1/ln10 as a double-double), relative error < 2^-67.
 
 float64 (`log10_f64`, correctly rounded; scheme: multiword.py): first the
@@ -29,14 +32,25 @@ from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn
 from .core import (F64, INF32, INV_LN10, INV_LN10_L, LOG10_2_H, LOG10_2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32,
                     log_dd, log_reduce, logm_core, round_if_safe, two_prod)
 from .explog64 import INV_LN10_TD, LOG10_2_TD, log_m_dd, log_m_td, log_split
-from .log import log_special64, log_times_fast64
+from .log import log_special64, log_times_fast, log_times_fast64
 from .multiword import dd_error, td_add, td_mul, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
 NEG_INF32 = np.float32(-np.inf)
 
 @jitable
+def log10_fast(x):
+    """(log10(x) correctly rounded, True), or (undecided, False): log's short
+    core times 1/ln10 in the wide window (log.log_times_fast); branch-free."""
+    inline_into_callers()
+    return log_times_fast(x, INV_LN10)
+
+
+@jitable
 def log10_f32(x):
+    r, ok = log10_fast(x)
+    if ok:
+        return r
     if x != x or x < ZERO_F32:
         return NAN32
     if x == ZERO_F32:

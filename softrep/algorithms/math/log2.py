@@ -4,6 +4,9 @@ x = 2^e m as in log: log2(x) = e + log(m)/ln2, formed as fma(log m, 1/ln2, e):
 log(m) has relative error < 2^-51, 1/ln2 is rounded (2^-53), the fma rounds
 once; |log(m)/ln2| <= 1/2, so for e != 0 there is no cancellation beyond a
 factor 2: relative error < 2^-49.5.  Powers of two give e exactly (m = 1).
+Before it, the branch-free first step of the CPU's vector loop (`log2_fast`):
+log's short core times 1/ln2, < 2^-42.8, in the wide window 2^-39
+(log.log_times_fast).
 Accurate path: log_dd(x) * (1/ln2 as a double-double), relative error < 2^-67.
 
 float64 (`log2_f64`, correctly rounded; scheme: multiword.py): first the
@@ -26,14 +29,25 @@ from ...primitives.rounding import fma_rn, jitable
 from .core import (F64, INF32, INV_LN2, INV_LN2_L, NAN32, ZERO, dd_add, dd_mul, dd_to_f32, log_dd, log_reduce,
                     logm_core, round_if_safe)
 from .explog64 import INV_LN2_TD, log_m_dd, log_m_td, log_split
-from .log import log_special64, log_times_fast64
+from .log import log_special64, log_times_fast, log_times_fast64
 from .multiword import dd_error, td_add, td_mul, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
 NEG_INF32 = np.float32(-np.inf)
 
 @jitable
+def log2_fast(x):
+    """(log2(x) correctly rounded, True), or (undecided, False): log's short
+    core times 1/ln2 in the wide window (log.log_times_fast); branch-free."""
+    inline_into_callers()
+    return log_times_fast(x, INV_LN2)
+
+
+@jitable
 def log2_f32(x):
+    r, ok = log2_fast(x)
+    if ok:
+        return r
     if x != x or x < ZERO_F32:
         return NAN32
     if x == ZERO_F32:
