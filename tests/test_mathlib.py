@@ -349,6 +349,27 @@ def test_log_times_core_relative_error_against_mpfr(name):
     assert one == 0 and not np.signbit(one)
 
 
+def test_log1p_short_relative_error_against_mpfr():
+    # log1p.log1p_short(x) is claimed within 2^-42.9 of log1p(x) for every
+    # finite float32 x > -1 (the float32 log1p's first step, window 2^-39):
+    # random float32 over (-1, 0) and all positive binades, next to -1, both
+    # sides of |x| = 2^-29 (where it switches from x - x^2/2 to log(1 + x)),
+    # tiny and subnormal x, and x >= 2^53 (where 1 + x rounds), against MPFR.
+    from softrep.algorithms.math.log1p import log1p_short
+
+    rng = np.random.default_rng(18)
+    small = 2.0**-29 * np.array([1 - 2.0**-24, 1, 1 + 2.0**-23])
+    x = np.concatenate([-rng.uniform(0, 1, 1500), rng.integers(1, 0x7F800000, 2000).astype(np.uint32).view(np.float32),
+                        -1 + 2.0**-24 * rng.integers(1, 2000, 300), small, -small, [2.0**53, 3e38, 2.0**-149, -2.0**-149],
+                        rng.uniform(-1, 1, 500) * 2.0 ** rng.integers(-60, -20, 500)]).astype(np.float32)
+    x = x[(x > -1) & (x != 0) & np.isfinite(x)]
+    run = numba.njit(lambda v: np.array([log1p_short(v[i]) for i in range(v.size)]))
+    worst = worst_relative_error(run(x), lambda i: gmpy2.log1p(gmpy2.mpfr(float(x[i]))))
+    assert worst < -42.9, worst
+    zeros = run(np.array([0.0, -0.0], np.float32))
+    assert zeros[0] == 0 and not np.signbit(zeros[0]) and np.signbit(zeros[1])
+
+
 @pytest.mark.parametrize("name, bound", [("sinh", -49.4), ("cosh", -40.09)])
 def test_sinh_cosh_first_steps_relative_error_against_mpfr(name, bound):
     # sinh.sinh_by_expm1(a) is claimed within 2^-49.4 of sinh a, and
@@ -693,9 +714,9 @@ def test_simulator_accurate_path():
 
 # float32 functions with a first step of their own (<name>_fast), and those
 # of them defined for positive arguments only
-OWN_FIRST_STEPS = ["exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "sinh", "cosh", "tanh", "sigmoid", "sin",
-                   "cos", "erf"]
-POSITIVE_ONLY = ("log", "log2", "log10")
+OWN_FIRST_STEPS = ["exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sinh", "cosh", "tanh", "sigmoid",
+                   "sin", "cos", "tan", "erf"]
+POSITIVE_ONLY = ("log", "log2", "log10", "log1p")
 
 
 @pytest.mark.parametrize("name", OWN_FIRST_STEPS)

@@ -40,7 +40,7 @@ from .expm1 import expm1_f32, expm1_f64, expm1_fast, expm1_fast64
 from .hypot import hypot_f32, hypot_f64, hypot_fast64
 from .log import log_f32, log_f64, log_fast, log_fast64
 from .log10 import log10_f32, log10_f64, log10_fast, log10_fast64
-from .log1p import log1p_f32, log1p_f64, log1p_fast64
+from .log1p import log1p_f32, log1p_f64, log1p_fast, log1p_fast64
 from .log2 import log2_f32, log2_f64, log2_fast, log2_fast64
 from .narrowed import float32_first_step
 from .pow import pow_f32, pow_f64, pow_fast64
@@ -48,7 +48,7 @@ from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
 from .sin import sin_f32, sin_f64, sin_fast, sin_fast64, sin_window
 from .sinh import sinh_f32, sinh_f64, sinh_fast, sinh_fast64
-from .tan import tan_f32, tan_f64, tan_fast64
+from .tan import tan_f32, tan_f64, tan_fast, tan_fast64
 from .tanh import tanh_f32, tanh_f64, tanh_fast, tanh_fast64
 
 
@@ -96,14 +96,14 @@ KERNELS = {k.name: _with_narrowed(k) for k in (
     MathKernel("hypot", 2, hypot_f32, hypot_f64, None, hypot_fast64),
     MathKernel("log", 1, log_f32, log_f64, log_fast, log_fast64),
     MathKernel("log10", 1, log10_f32, log10_f64, log10_fast, log10_fast64),
-    MathKernel("log1p", 1, log1p_f32, log1p_f64, None, log1p_fast64),
+    MathKernel("log1p", 1, log1p_f32, log1p_f64, log1p_fast, log1p_fast64),
     MathKernel("log2", 1, log2_f32, log2_f64, log2_fast, log2_fast64),
     MathKernel("pow", 2, pow_f32, pow_f64, None, pow_fast64),
     MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, None, rsqrt_fast64),
     MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64),
     MathKernel("sin", 1, sin_f32, sin_f64, sin_fast, sin_fast64, sin_window),
     MathKernel("sinh", 1, sinh_f32, sinh_f64, sinh_fast, sinh_fast64),
-    MathKernel("tan", 1, tan_f32, tan_f64, None, tan_fast64),
+    MathKernel("tan", 1, tan_f32, tan_f64, tan_fast, tan_fast64),
     MathKernel("tanh", 1, tanh_f32, tanh_f64, tanh_fast, tanh_fast64),
 )}
 

@@ -531,7 +531,8 @@ def log_core(x):
 
 @jitable
 def log_core_short(x):
-    """log(x) for a positive float32 x as a double, relative error < 2^-42.9:
+    """log(x) for a positive double 2^-150 < x < 2^129 (every positive float32,
+    and log1p's 1 + x) as a double, relative error < 2^-42.9:
     `log_core` to the accuracy of the wide window 2^-39 only, for the float32
     log's fast path (as exp_core_short for exp's).
 
@@ -541,7 +542,7 @@ def log_core_short(x):
     carries P's 2^-36.4 and its own roundings (a few 2^-53): below 2^-43.07
     of the result.  In all < 2^-43.0.
 
-    Then e ln2 + log m by one fma, e LN2_H + lm rounded once (2^-53): a float32
+    Then e ln2 + log m by one fma, e LN2_H + lm rounded once (2^-53): such an
     x has |e| <= 150, and LN2_H misses ln2 by < 2^-55.26, so e LN2_H misses
     e ln2 by < |e| 2^-55.26.  For e = 0 the fma returns lm itself.  Otherwise
     |log x| >= |e| ln2 - ln2/2 >= |e| ln2/2 >= |log m|, so the three errors are

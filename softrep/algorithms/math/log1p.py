@@ -9,6 +9,13 @@ relative error < 2^-52 and `atanh_series` adds 2^-52: < 2^-50.5, with no
 cancellation at any x.  Outside that range |log1p(x)| >= 0.34: 1 + x = u + c
 exactly (two_sum), log(1 + x) = log(u) + log(1 + c/u) = log_core(u) + c/u to
 within (c/u)^2 < 2^-106: relative error < 2^-50 + 2^-52.
+Before it, the branch-free first step of the CPU's vector loop (`log1p_fast`,
+`log1p_short`), decided in the wide window 2^-39: for |x| >= 2^-29, u = RN(1 + x)
+is 1 + x exactly (x's lowest bit is at least 2^-52 and its highest below
+2^53) or, for x >= 2^53, within 2^-53 of it, which moves log u by < 2^-53
+against log1p(x) >= 36; log u by `core.log_core_short` (< 2^-42.9 for every
+positive double below 2^129 and at least 2^-24, u's range).  For |x| < 2^-29,
+RN(x - x^2/2) by one fma: the omitted x^3/3 is < 2^-59 |x|.  So < 2^-42.9.
 Accurate path: log_dd(u, c) (one Newton step; relative error < 2^-67 since
 |log1p(x)| >= 2^-25 whenever the fast path cannot decide: below, log1p(x) =
 x (1 - x/2 + ...) is within 2^-26 |x| of the float32 x, while rounding
@@ -45,8 +52,8 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
-from .core import (F64, INF32, NAN32, ONE, TWO, atanh_series, dd_add, dd_div, dd_to_f32, fast_two_sum, log_core,
-                   log_dd, round_if_safe, two_prod, two_sum)
+from .core import (F64, INF32, NAN32, ONE, TWO, WIDE_WINDOW_HI, WIDE_WINDOW_LO, atanh_series, dd_add, dd_div, dd_to_f32,
+                   fast_two_sum, log_core, log_core_short, log_dd, round_if_safe, round_if_within, two_prod, two_sum)
 from .exact64 import bracket_err
 from .explog64 import (SERIES_LIMIT, log1p_series_dd, log1p_series_td, log_dd as log_dd64, log_finish_fast,
                        log_reduce_fast, log_split, log_td, td_horner_step)
@@ -57,8 +64,43 @@ NEG_INF32 = np.float32(-np.inf)
 SERIES_LO = F64(-0.2928932188134524)  # sqrt(1/2) - 1, rounded toward zero
 SERIES_HI = F64(0.41421356237309503)  # sqrt(2) - 1, rounded toward zero
 
+LOG1P_SMALL = F64(2.0**-29)  # below: 1 + x is not exact in double
+MINUS_HALF = F64(-0.5)
+ZERO_F32 = np.float32(0.0)
+
+
+@jitable
+def log1p_short(x):
+    """log1p(x) in double for a float32 x > -1, finite: relative error
+    < 2^-42.9 (module docstring)."""
+    inline_into_callers()
+    xd = F64(x)
+    series = fma_rn(mul_rn(xd, MINUS_HALF), xd, xd)
+    full = log_core_short(add_rn(ONE, xd))
+    return series if fabs(xd) < LOG1P_SMALL else full
+
+
+@jitable
+def log1p_fast(x):
+    """(log1p(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide: `log1p_short` in the wide window 2^-39.  Branch-free:
+    NaN, x <= -1 and +inf evaluate log1p(0) and are selected at the end;
+    log1p(+-0) = +-0 (the series returns x)."""
+    inline_into_callers()
+    nan, pole, inf = (x != x) | (x < MINUS_ONE32), x == MINUS_ONE32, x == INF32
+    special = nan | pole | inf
+    r, ok = round_if_within(log1p_short(ZERO_F32 if special else x), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+    r = INF32 if inf else r
+    r = NEG_INF32 if pole else r
+    r = NAN32 if nan else r
+    return r, ok | special
+
+
 @jitable
 def log1p_f32(x):
+    r, ok = log1p_fast(x)
+    if ok:
+        return r
     if x != x or x < MINUS_ONE32:
         return NAN32
     if x == MINUS_ONE32:

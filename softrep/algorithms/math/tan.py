@@ -7,6 +7,10 @@ an overflow: |t| >= 2^-29.8 after reduction, so |tan| < 2^30.
 Fast path: a * 2/pi = 4n + q + t (softrep/algorithms/math/trig_reduction.py), tan(a) =
 sin(pi t/2) / cos(pi t/2) for even q, -cos(pi t/2) / sin(pi t/2) for odd q;
 relative error < 2^-49.1 (argued in _trig).
+For |x| < 2^20 a Cody-Waite reduction is tried first (`tan_fast`, branch-free,
+for the CPU's vector loop), with the same kernels and the same bound; where
+its rounding test fails, and for larger |x|, the exact reduction and the
+table decide.
 Accurate path: the table below (every input whose fast result cannot be
 rounded safely, with its MPFR value).
 """
@@ -16,12 +20,13 @@ import numpy as np
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import bitcast, div_rn, jitable, negate
 from .core import abs32, neg32, signbit32
-from .exception_tables import exception_arrays, finish
-from .trig_reduction import cos_halfpi, reduce_quadrant, sin_halfpi
+from .exception_tables import decide, exception_arrays, finish
+from .trig_reduction import CW_LIMIT_F32, cos_halfpi, reduce_quadrant, reduce_quadrant_small, sin_halfpi
 from .trig64 import TAN, trig_f64, trig_fast64_cody_waite
 
 NAN32 = np.float32(np.nan)
 INF32 = np.float32(np.inf)
+ZERO_F32 = np.float32(0.0)
 
 # BEGIN GENERATED EXCEPTIONS (python -m softrep.algorithms.math.exception_tables scan tan): (bits of |x|, bits of tan|x|)
 TAN_EXCEPTIONS = (
@@ -107,17 +112,48 @@ TAN_EXCEPTIONS = (
 _KEYS, _VALUES = exception_arrays(TAN_EXCEPTIONS)
 
 @jitable
+def tan_of_quadrant(q, t):
+    """tan(a) from a * 2/pi = 4n + q + t: sin(pi t/2) / cos(pi t/2) for even q,
+    -cos(pi t/2) / sin(pi t/2) for odd q.  Branch-free (both polynomials are
+    evaluated and the operands selected: the same value as a branch)."""
+    inline_into_callers()
+    s = sin_halfpi(t)
+    c = cos_halfpi(t)
+    odd = q & 1 != 0
+    v = div_rn(c if odd else s, s if odd else c)
+    return negate(v) if odd else v
+
+
+@jitable
 def tan_approx(a):
     """tan(a) in double for a finite float32 a >= 0, relative error < 2^-49.1."""
     q, t = reduce_quadrant(a)
-    s = sin_halfpi(t)
-    c = cos_halfpi(t)
-    if q & 1 == 0:
-        return div_rn(s, c)
-    return negate(div_rn(c, s))
+    return tan_of_quadrant(q, t)
+
+
+@jitable
+def tan_fast(x):
+    """(tan(x) correctly rounded, True), or (anything, False): for |x| < 2^20
+    the rounding test on tan_of_quadrant after the Cody-Waite reduction
+    (trig_reduction.reduce_quadrant_small: the same q, and t within the
+    2^-51.4 the bound takes, so the approximation is again within 2^-49.1
+    and the window decides correctly); NaN and infinities give NaN;
+    |x| >= 2^20 is left undecided.  Branch-free: vectorises in the CPU's
+    decided-first loop."""
+    inline_into_callers()
+    a = abs32(x)
+    special = (x != x) | (a == INF32)
+    small = a < CW_LIMIT_F32
+    q, t = reduce_quadrant_small(a if small else ZERO_F32)
+    r, ok = decide(tan_of_quadrant(q, t))
+    r = neg32(r) if signbit32(x) else r
+    return (NAN32 if special else r), (ok & small) | special
 
 @jitable
 def tan_f32(x):
+    r, ok = tan_fast(x)
+    if ok:
+        return r
     a = abs32(x)
     if x != x or a == INF32:
         return NAN32
