@@ -307,23 +307,26 @@ def test_exp_core_short_relative_error_against_mpfr():
     assert all(float(exp_core_short(np.float64(v))) == float(y) for v, y in zip(z[:200], got))
 
 
-@pytest.mark.parametrize("name", ["exp2", "exp10"])
+@pytest.mark.parametrize("name", ["exp", "exp2", "exp10"])
 def test_exp_times_core_relative_error_against_mpfr(name):
-    # exp.exp_times_core(x, c) is claimed within 2^-40.07 of 2^x (c = LN2_H,
-    # -151 <= x <= 128) and of 10^x (c = LN10_H, -46 <= x <= 39): the first
-    # steps of the float32 exp2 and exp10, which decide with the window
-    # 2^-39.  Random float32 over each range, its ends, the integers (exact
-    # powers) and tiny arguments, against MPFR.
+    # exp.exp_times_core(x, c) is claimed within 2^-40.07 of e^x (c = 1,
+    # -104 <= x <= 89), 2^x (c = LN2_H, -151 <= x <= 128) and 10^x (c =
+    # LN10_H, -46 <= x <= 39): the first steps of the float32 exp, exp2 and
+    # exp10, which decide with the window 2^-39.  Random float32 over each
+    # range, its ends, the integers (exact powers) and tiny arguments,
+    # against MPFR.
     from softrep.algorithms.math.core import LN10_H, LN2_H
     from softrep.algorithms.math.exp import exp_times_core
 
-    c, lo, hi, base = (LN2_H, -151.0, 128.0, 2) if name == "exp2" else (LN10_H, -46.0, 39.0, 10)
+    c, lo, hi, base = {"exp": (1.0, -104.0, 89.0, math.e), "exp2": (LN2_H, -151.0, 128.0, 2),
+                       "exp10": (LN10_H, -46.0, 39.0, 10)}[name]
     rng = np.random.default_rng(15)
     x = np.concatenate([rng.uniform(lo, hi, 4000), np.arange(lo, hi + 1), [lo, hi, 2.0**-149, -2.0**-149],
                         rng.uniform(-1, 1, 500) * 2.0 ** rng.integers(-40, 0, 500)]).astype(np.float32)
     run = numba.njit(lambda v: np.array([exp_times_core(v[i], c) for i in range(v.size)]))
     got = run(x)
-    worst = worst_relative_error(got, lambda i: gmpy2.mpfr(base) ** gmpy2.mpfr(float(x[i])))
+    power = (lambda v: gmpy2.exp(v)) if name == "exp" else (lambda v: gmpy2.mpfr(base) ** v)
+    worst = worst_relative_error(got, lambda i: power(gmpy2.mpfr(float(x[i]))))
     assert worst < -40.07, worst
 
 

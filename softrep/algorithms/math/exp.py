@@ -23,31 +23,19 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import jitable, mul_rn
-from .core import (F64, INF32, NAN32, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, clamp, dd_to_f32, exp_core_short, exp_dd,
-                   outside_range, round_if_within)
+from .core import (F64, NAN32, ONE, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, clamp, dd_to_f32, exp_core_short, exp_dd,
+                   round_if_within)
 from .explog64 import decide_exp2_sum, exp_by_exp2_fast, exp_dd as exp_dd64, exp_td
 from .multiword import dd_error, td_round, ziv_round
 
 EXP_OVERFLOW = np.float32(89.0)
 EXP_UNDERFLOW = np.float32(-104.0)
-ZERO_F32 = np.float32(0.0)
-
-@jitable
-def exp_fast(x):
-    """(exp(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide.  Branch-free: x is clamped to [-104, 89] by two
-    selects (a NaN passes through, fails the rounding test and is left to
-    exp_f32)."""
-    inline_into_callers()
-    y = exp_core_short(F64(clamp(x, EXP_UNDERFLOW, EXP_OVERFLOW)))
-    return round_if_within(y, WIDE_WINDOW_LO, WIDE_WINDOW_HI)
-
 
 @jitable
 def exp_times_core(x, c):
     """e^(x C) in double for a float32 x and the double c of a constant C,
-    exp_core_short(RN(x c)): relative error < 2^-40.07 for exp2's and
-    exp10's ranges (`exp_times_fast`)."""
+    exp_core_short(RN(x c)): relative error < 2^-40.07 over exp's, exp2's
+    and exp10's ranges (`exp_times_fast`)."""
     inline_into_callers()
     return exp_core_short(mul_rn(F64(x), c))
 
@@ -55,25 +43,32 @@ def exp_times_core(x, c):
 @jitable
 def exp_times_fast(x, c, lo, hi):
     """(e^(x C) correctly rounded, True), or (undecided, False), for a float32
-    x and the double c of a constant C (ln2 for exp2, ln10 for exp10): the
-    first step of exp2's and exp10's float32 kernels.  x below lo gives +0,
-    above hi inf, NaN the NaN, each decided; between, e^(x C) must lie
-    within [2^-151, 2^128] (the ends round to +0 and inf with room for the
-    window).
+    x and the double c of a constant C: the first step of exp's (c = 1),
+    exp2's (LN2_H) and exp10's (LN10_H) float32 kernels.  x is clamped to
+    [lo, hi] by two selects, whose ends e^(lo C) and e^(hi C) round to +0
+    and inf with room for the window, so everything beyond is decided too; a
+    NaN passes through, fails the rounding test and is left to the scalar
+    kernel.
 
-    z = RN(x c) misses x C by < |x| |c - C| + |z| 2^-53: with c = LN2_H
-    (|c - ln2| < 2^-55.26) and |x| <= 151, |z| <= 105, < 2^-48.02 + 2^-46.29;
-    with c = LN10_H (|c - ln10| < 2^-53.0) and |x| <= 46, |z| <= 106,
-    < 2^-47.5 + 2^-46.27: below 2^-45.8 in both, and e^z is e^(x C) within
-    the same relatively (to first order; the square is far below).  With
-    exp_core_short's 2^-40.1: < 2^-40.07, inside the wide window 2^-39.  An
-    exact power (2^n, 10^n a float32) is decided as itself.  Branch-free:
-    outside [lo, hi] (NaN included) x = 0 is evaluated and the result
-    discarded."""
+    z = RN(x c) misses x C by < |x| |c - C| + |z| 2^-53: for exp z = x
+    exactly; with c = LN2_H (|c - ln2| < 2^-55.26), |x| <= 151 and
+    |z| <= 105, < 2^-48.02 + 2^-46.29; with c = LN10_H (|c - ln10| <
+    2^-53.0), |x| <= 46 and |z| <= 106, < 2^-47.5 + 2^-46.27: below 2^-45.8,
+    and e^z is e^(x C) within the same relatively (to first order; the
+    square is far below).  With exp_core_short's 2^-40.1: < 2^-40.07, inside
+    the wide window 2^-39.  An exact power (1, 2^n, 10^n a float32) is
+    decided as itself."""
     inline_into_callers()
-    inside = (x >= lo) & (x <= hi)
-    r, ok = round_if_within(exp_times_core(x if inside else ZERO_F32, c), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
-    return outside_range(x, r, ok, lo, hi, ZERO_F32, INF32)
+    return round_if_within(exp_times_core(clamp(x, lo, hi), c), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+
+
+@jitable
+def exp_fast(x):
+    """(exp(x) correctly rounded, True), or (undecided, False) where the fast
+    path cannot decide: `exp_times_fast` with c = 1 (the product is exact)
+    on [-104, 89] (a NaN is left to exp_f32)."""
+    inline_into_callers()
+    return exp_times_fast(x, ONE, EXP_UNDERFLOW, EXP_OVERFLOW)
 
 
 @jitable

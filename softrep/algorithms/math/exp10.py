@@ -32,7 +32,7 @@ from fractions import Fraction
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
-from .core import F64, LN10_H, LN10_L, dd_to_f32, exp_dd, two_prod
+from .core import F64, LN10_H, LN10_L, NAN32, clamp, dd_to_f32, exp_dd, two_prod
 from .exp import exp_times_fast
 from .exact64 import decide_scaled
 from .explog64 import LN10_TD, SHIFT, exp_dd as exp_dd64, exp_reduce_fast, exp_reduced_fast, exp_td
@@ -52,7 +52,9 @@ def exp10_z(x):
 @jitable
 def exp10_fast(x):
     """(exp10(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide: exp.exp_times_fast with ln10 (module docstring)."""
+    path cannot decide: exp.exp_times_fast with ln10 (module docstring) on x
+    clamped to [-46, 39]: 10^39 rounds to inf, 10^-46 to +0; a NaN is left
+    to exp10_f32."""
     inline_into_callers()
     return exp_times_fast(x, LN10_H, EXP10_UNDERFLOW, EXP10_OVERFLOW)
 
@@ -62,7 +64,9 @@ def exp10_f32(x):
     r, ok = exp10_fast(x)
     if ok:
         return r
-    zh, zl = exp10_z(x)
+    if x != x:
+        return NAN32
+    zh, zl = exp10_z(clamp(x, EXP10_UNDERFLOW, EXP10_OVERFLOW))
     h, l = exp_dd(zh, zl)
     return dd_to_f32(h, l)
 

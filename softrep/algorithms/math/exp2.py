@@ -30,7 +30,7 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, fma_rn, jitable, mul_rn, sub_rn
-from .core import F64, LN2_H, LN2_L, dd_to_f32, exp_dd, two_prod
+from .core import F64, LN2_H, LN2_L, NAN32, clamp, dd_to_f32, exp_dd, two_prod
 from .exp import exp_times_fast
 from .explog64 import (LN2_TH, LN2_TL, LN2_TM, SHIFT, decide_exp2_sum, exp2_sum_fast, exp_dd_reduced,
                        exp_td_reduced)
@@ -50,9 +50,9 @@ def exp2_z(x):
 @jitable
 def exp2_fast(x):
     """(exp2(x) correctly rounded, True), or (undecided, False) where the fast
-    path cannot decide: exp.exp_times_fast with ln2 (module docstring).
-    x = 128 computes 2^128, which rounds to inf, and x = -151 computes
-    2^-151, which rounds to +0."""
+    path cannot decide: exp.exp_times_fast with ln2 (module docstring) on x
+    clamped to [-151, 128]: 2^128 rounds to inf, 2^-151 to +0; a NaN is
+    left to exp2_f32."""
     inline_into_callers()
     return exp_times_fast(x, LN2_H, EXP2_UNDERFLOW, EXP2_OVERFLOW)
 
@@ -62,7 +62,9 @@ def exp2_f32(x):
     r, ok = exp2_fast(x)
     if ok:
         return r
-    zh, zl = exp2_z(x)
+    if x != x:
+        return NAN32
+    zh, zl = exp2_z(clamp(x, EXP2_UNDERFLOW, EXP2_OVERFLOW))
     h, l = exp_dd(zh, zl)
     return dd_to_f32(h, l)
 
