@@ -32,7 +32,7 @@ from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
 from .cos import cos_f32, cos_f64, cos_fast, cos_fast64, cos_window
 from .cosh import cosh_f32, cosh_f64, cosh_fast, cosh_fast64
 from .erf import erf_f32, erf_f64, erf_fast, erf_fast64
-from .erfc import erfc_f32, erfc_f64, erfc_fast64
+from .erfc import erfc_f32, erfc_f64, erfc_fast, erfc_fast64
 from .exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .exp10 import exp10_f32, exp10_f64, exp10_fast, exp10_fast64
 from .exp2 import exp2_f32, exp2_f64, exp2_fast, exp2_fast64
@@ -67,10 +67,8 @@ class MathKernel:
 
 # Functions without a float32 fast path of their own that keep their float32
 # kernel alone: rsqrt's and hypot's are branch-free and vectorise as they
-# are, and on the AVX2 path erfc's float64 first step (int64 <-> double
-# conversions, which AVX2 lacks) runs slower than its float32 kernel
-# (docs/benchmarks.md).
-OWN_FLOAT32_PATH = frozenset({"erfc", "hypot", "rsqrt"})
+# are.
+OWN_FLOAT32_PATH = frozenset({"hypot", "rsqrt"})
 
 
 def _with_narrowed(k):
@@ -88,7 +86,7 @@ KERNELS = {k.name: _with_narrowed(k) for k in (
     MathKernel("cos", 1, cos_f32, cos_f64, cos_fast, cos_fast64, cos_window),
     MathKernel("cosh", 1, cosh_f32, cosh_f64, cosh_fast, cosh_fast64),
     MathKernel("erf", 1, erf_f32, erf_f64, erf_fast, erf_fast64),
-    MathKernel("erfc", 1, erfc_f32, erfc_f64, None, erfc_fast64),
+    MathKernel("erfc", 1, erfc_f32, erfc_f64, erfc_fast, erfc_fast64),
     MathKernel("exp", 1, exp_f32, exp_f64, exp_fast, exp_fast64),
     MathKernel("exp10", 1, exp10_f32, exp10_f64, exp10_fast, exp10_fast64),
     MathKernel("exp2", 1, exp2_f32, exp2_f64, exp2_fast, exp2_fast64),

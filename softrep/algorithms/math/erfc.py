@@ -46,7 +46,7 @@ from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_fast, erf_seri
                     erfc_large_fast, erfc_large_td)
 from .exact64 import bracket_err, decide_subnormal
 from .multiword import dd_error, td_add, td_round, ziv_round
-from .exception_tables import exception_arrays, finish
+from .exception_tables import decide, exception_arrays, finish
 from .erf import erf_approx
 
 F64 = np.float64
@@ -121,9 +121,30 @@ def erfc_approx(x):
 
 
 @jitable
+def erfc_fast(x):
+    """(erfc(x) correctly rounded, True), or (anything, False) where the
+    rounding test on erfc_approx's value cannot decide; NaN gives x.
+    Branch-free, for the CPU's decided-first loop: every range is evaluated
+    (erfc_mid on an argument kept inside its pieces, 2 for those outside)
+    and one selected, the values of erfc_approx's branches (for 0 <= x <= 1/2
+    erf_approx(|x|) is erf_small(x))."""
+    inline_into_callers()
+    nan = x != x
+    e = erf_approx(abs32(x))
+    y = erfc_mid(x if (x > HALF_F32) & (x <= HIGH_F32) else TWO_F32)
+    y = F64(0.0) if x > HIGH_F32 else y
+    y = sub_rn(ONE, e) if x <= HALF_F32 else y
+    y = add_rn(ONE, e) if x < ZERO_F32 else y
+    y = TWO if x < LOW_F32 else y
+    r, ok = decide(y)
+    return (x if nan else r), ok | nan
+
+
+@jitable
 def erfc_f32(x):
-    if x != x:
-        return x
+    r, ok = erfc_fast(x)
+    if ok:
+        return r
     return finish(erfc_approx(x), _KEYS, _VALUES, bitcast(x))
 
 
