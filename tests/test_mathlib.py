@@ -718,7 +718,7 @@ def test_simulator_accurate_path():
 # float32 functions with a first step of their own (<name>_fast), and those
 # of them defined for positive arguments only
 OWN_FIRST_STEPS = ["exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sinh", "cosh", "tanh", "sigmoid",
-                   "sin", "cos", "tan", "erf", "erfc"]
+                   "sin", "cos", "tan", "atan", "erf", "erfc"]
 POSITIVE_ONLY = ("log", "log2", "log10", "log1p")
 
 

@@ -27,7 +27,7 @@ are built from it.  Nothing here knows about tensors or gradients.
 
 from dataclasses import dataclass, replace
 
-from .atan import atan_f32, atan_f64, atan_fast64
+from .atan import atan_f32, atan_f64, atan_fast, atan_fast64
 from .cbrt import cbrt_f32, cbrt_f64, cbrt_fast64
 from .cos import cos_f32, cos_f64, cos_fast, cos_fast64, cos_window
 from .cosh import cosh_f32, cosh_f64, cosh_fast, cosh_fast64
@@ -81,7 +81,7 @@ def _with_narrowed(k):
 
 
 KERNELS = {k.name: _with_narrowed(k) for k in (
-    MathKernel("atan", 1, atan_f32, atan_f64, None, atan_fast64),
+    MathKernel("atan", 1, atan_f32, atan_f64, atan_fast, atan_fast64),
     MathKernel("cbrt", 1, cbrt_f32, cbrt_f64, None, cbrt_fast64),
     MathKernel("cos", 1, cos_f32, cos_f64, cos_fast, cos_fast64, cos_window),
     MathKernel("cosh", 1, cosh_f32, cosh_f64, cosh_fast, cosh_fast64),

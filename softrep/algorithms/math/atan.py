@@ -22,6 +22,10 @@ once (2^-53).  Combining, for a <= 1 and j >= 1 the result is >= atan(1/8) -
 atan(1.01/16) >= 0.061 while atan c <= 2 * result and |atan u| <= 1.03 *
 result: < (2 + 3.3 + 1) 2^-53 = 2^-50.3.  For a > 1 the result is >= pi/4
 and |atan u| <= 0.063: < 2.4 * 2^-53.  All below 2^-49.
+
+The CPU's vector loop runs the same values without a branch first
+(`atan_fast`), decided in the exception tables' window; `atan_f32` takes
+what it leaves.
 """
 
 from fractions import Fraction
@@ -31,11 +35,11 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import abs32, fast_two_sum, horner, neg32, signbit32, two_prod
+from .core import abs32, coefficient_tuple, fast_two_sum, horner, neg32, signbit32, two_prod
 from .exact64 import bracket_err
 from .multiword import td_add, td_const, td_div, td_mul, td_renorm, td_round
 from .trig64 import PI_Q, PIO2_H, PIO2_L, PIO2_M
-from .exception_tables import coefficient_array, exception_arrays, finish
+from .exception_tables import coefficient_array, decide, exception_arrays, finish
 from .coefficients import ATAN_CENTER, ATAN_CENTER_COMPL, ATAN_SMALL
 
 F64 = np.float64
@@ -46,9 +50,13 @@ ONE = F64(1.0)
 HALF = F64(0.5)
 EIGHT = F64(8.0)
 EIGHTH = F64(0.125)
-ATAN_COEFFS = coefficient_array(ATAN_SMALL)
+ATAN_COEFFS = coefficient_tuple(ATAN_SMALL)
 CENTER = coefficient_array(ATAN_CENTER)
 CENTER_COMPL = coefficient_array(ATAN_CENTER_COMPL)
+# atan c (j = 0..8) then pi/2 - atan c: the centres of both reductions, indexed by j + 9 (a > 1)
+CENTERS = np.concatenate([CENTER, CENTER_COMPL])
+NINE = np.uint32(9)
+ZERO_F32 = np.float32(0.0)
 
 # BEGIN GENERATED EXCEPTIONS (python -m softrep.algorithms.math.exception_tables scan atan): (bits of |x|, bits of atan|x|)
 ATAN_EXCEPTIONS = (
@@ -122,7 +130,38 @@ def atan_approx(a):
 
 
 @jitable
+def atan_fast(x):
+    """(atan(x) correctly rounded, True), or (anything, False) where the
+    rounding test cannot decide.  Branch-free, for the CPU's decided-first
+    loop: the value of atan_approx with both reductions' operands selected
+    per lane.  RN(8/a) is 8 RN(1/a) (a power-of-two scaling), so one
+    reciprocal gives a > 1 its index and a >= 16 its u; j = 0 for a <= 1 is
+    the same sum (atan 0 = +0, u = a/1).  An infinite a takes u = 1/a = 0:
+    pi/2.  Indices go through int32 (AVX2 converts doubles to int32 only)."""
+    inline_into_callers()
+    a = abs32(x)
+    nan = x != x
+    ad = F64(ZERO_F32 if nan else a)
+    big = a > ONE_F32
+    inv = div_rn(ONE, ad)
+    j = np.int32(add_rn(mul_rn(inv if big else ad, EIGHT), HALF))
+    j = np.int32(0) if a >= SIXTEEN_F32 else j
+    c = mul_rn(F64(j), EIGHTH)
+    num = fma_rn(negate(c), ad, ONE) if big else sub_rn(ad, c)
+    den = add_rn(ad, c) if big else fma_rn(ad, c, ONE)
+    q = div_rn(num, den)
+    t = atan_small(inv if a >= SIXTEEN_F32 else q)
+    y = add_rn(CENTERS[np.uint32(j) + (NINE if big else np.uint32(0))], negate(t) if big else t)
+    r, ok = decide(y)
+    r = neg32(r) if signbit32(x) else r
+    return (NAN32 if nan else r), ok | nan
+
+
+@jitable
 def atan_f32(x):
+    r, ok = atan_fast(x)
+    if ok:
+        return r
     if x != x:
         return NAN32
     a = abs32(x)
