@@ -18,7 +18,7 @@ from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import bitcast, jitable, negate
 from .core import abs32
 from .exception_tables import decide, exception_arrays, lookup_exception
-from .trig_reduction import CW_LIMIT_F32, cos_halfpi, reduce_quadrant, reduce_quadrant_small, sin_halfpi
+from .trig_reduction import cos_halfpi, decide_quadrant, quadrant_small, reduce_quadrant, sin_halfpi
 from .trig64 import COS, trig_f64, trig_fast64_cody_waite
 
 NAN32 = np.float32(np.nan)
@@ -194,12 +194,8 @@ def cos_fast(x):
     |x| >= 2^20 is left undecided.  Branch-free: vectorises in the CPU's
     decided-first loop."""
     inline_into_callers()
-    a = abs32(x)
-    special = (x != x) | (a == INF32)
-    small = a < CW_LIMIT_F32
-    q, t = reduce_quadrant_small(a if small else ZERO_F32)
-    r, ok = decide(cos_of_quadrant(q, t))
-    return (NAN32 if special else r), (ok & small) | special
+    q, t, small, special = quadrant_small(x)
+    return decide_quadrant(x, cos_of_quadrant(q, t), small, special, False)
 
 @jitable
 def cos_f32(x):

@@ -20,8 +20,8 @@ import numpy as np
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import bitcast, div_rn, jitable, negate
 from .core import abs32, neg32, signbit32
-from .exception_tables import decide, exception_arrays, finish
-from .trig_reduction import CW_LIMIT_F32, cos_halfpi, reduce_quadrant, reduce_quadrant_small, sin_halfpi
+from .exception_tables import exception_arrays, finish
+from .trig_reduction import cos_halfpi, decide_quadrant, quadrant_small, reduce_quadrant, sin_halfpi
 from .trig64 import TAN, trig_f64, trig_fast64_cody_waite
 
 NAN32 = np.float32(np.nan)
@@ -141,13 +141,8 @@ def tan_fast(x):
     |x| >= 2^20 is left undecided.  Branch-free: vectorises in the CPU's
     decided-first loop."""
     inline_into_callers()
-    a = abs32(x)
-    special = (x != x) | (a == INF32)
-    small = a < CW_LIMIT_F32
-    q, t = reduce_quadrant_small(a if small else ZERO_F32)
-    r, ok = decide(tan_of_quadrant(q, t))
-    r = neg32(r) if signbit32(x) else r
-    return (NAN32 if special else r), (ok & small) | special
+    q, t, small, special = quadrant_small(x)
+    return decide_quadrant(x, tan_of_quadrant(q, t), small, special, True)
 
 @jitable
 def tan_f32(x):

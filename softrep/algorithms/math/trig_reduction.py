@@ -43,7 +43,8 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import coefficient_tuple, horner
+from .core import INF32, NAN32, ZERO32, abs32, coefficient_tuple, horner, neg32, signbit32
+from .exception_tables import decide
 from .coefficients import COS_HALFPI, SIN_HALFPI, TWO_OVER_PI, TWO_OVER_PI_LIMBS
 
 F64 = np.float64
@@ -179,6 +180,30 @@ def reduce_quadrant_small(a):
     # mantissa ends in k (0 <= k < 2^51): an integer in the double's lanes,
     # where a conversion of k gives 32-bit lanes that every select on q widens
     return np.int64(bitcast(shifted)) & _Q_MASK64, t
+
+
+@jitable
+def quadrant_small(x):
+    """(q, t, small, special) for the float32 trig functions' branch-free first
+    steps: reduce_quadrant_small of |x| where |x| < 2^20 (`small`), of 0
+    elsewhere; `special`: x is NaN or infinite."""
+    inline_into_callers()
+    a = abs32(x)
+    small = a < CW_LIMIT_F32
+    q, t = reduce_quadrant_small(a if small else ZERO32)
+    return q, t, small, (x != x) | (a == INF32)
+
+
+@jitable
+def decide_quadrant(x, y, small, special, odd):
+    """(result, decided) of such a first step from its approximation y of
+    f(|x|) (within 2^-49): the rounding test in the exception tables' window,
+    the sign of x put back for an odd f, NaN for NaN and infinities
+    (decided); |x| >= 2^20 is left undecided."""
+    inline_into_callers()
+    r, ok = decide(y)
+    r = neg32(r) if odd and signbit32(x) else r
+    return (NAN32 if special else r), (ok & small) | special
 
 
 @jitable
