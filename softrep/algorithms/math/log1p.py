@@ -84,16 +84,16 @@ def log1p_short(x):
 def log1p_fast(x):
     """(log1p(x) correctly rounded, True), or (undecided, False) where the fast
     path cannot decide: `log1p_short` in the wide window 2^-39.  Branch-free:
-    NaN, x <= -1 and +inf evaluate log1p(0) and are selected at the end;
-    log1p(+-0) = +-0 (the series returns x)."""
+    outside -1 < x < inf (NaN included) log1p(0) is evaluated and the
+    special result selected, decided (-inf at -1, +inf at +inf, NaN
+    elsewhere), as in log.log_times_fast; log1p(+-0) = +-0 (the series
+    returns x)."""
     inline_into_callers()
-    nan, pole, inf = (x != x) | (x < MINUS_ONE32), x == MINUS_ONE32, x == INF32
-    special = nan | pole | inf
-    r, ok = round_if_within(log1p_short(ZERO_F32 if special else x), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
-    r = INF32 if inf else r
-    r = NEG_INF32 if pole else r
-    r = NAN32 if nan else r
-    return r, ok | special
+    inside = (x > MINUS_ONE32) & (x < INF32)
+    r, ok = round_if_within(log1p_short(x if inside else ZERO_F32), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+    special = NEG_INF32 if x == MINUS_ONE32 else NAN32
+    special = INF32 if x == INF32 else special
+    return (r if inside else special), ok | (not inside)
 
 
 @jitable
