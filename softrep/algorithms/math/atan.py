@@ -143,14 +143,15 @@ def atan_fast(x):
     nan = x != x
     ad = F64(ZERO_F32 if nan else a)
     big = a > ONE_F32
+    huge = a >= SIXTEEN_F32
     inv = div_rn(ONE, ad)
     j = np.int32(add_rn(mul_rn(inv if big else ad, EIGHT), HALF))
-    j = np.int32(0) if a >= SIXTEEN_F32 else j
+    j = np.int32(0) if huge else j
     c = mul_rn(F64(j), EIGHTH)
     num = fma_rn(negate(c), ad, ONE) if big else sub_rn(ad, c)
     den = add_rn(ad, c) if big else fma_rn(ad, c, ONE)
     q = div_rn(num, den)
-    t = atan_small(inv if a >= SIXTEEN_F32 else q)
+    t = atan_small(inv if huge else q)
     y = add_rn(CENTERS[np.uint32(j) + (NINE if big else np.uint32(0))], negate(t) if big else t)
     r, ok = decide(y)
     r = neg32(r) if signbit32(x) else r

@@ -19,13 +19,12 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fabs, jitable, mul_rn, negate
-from .core import (F64, INF32, NAN32, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, dd_mul, dd_to_f32, log_core_short, log_dd,
-                   round_if_within)
+from .core import (F64, INF32, NAN32, ONE, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, dd_mul, dd_to_f32, log_core_short,
+                   log_dd, round_if_within)
 from .exact64 import bracket_err
 from .explog64 import log_dd as log_dd64, log_dd_fast, log_split, log_td
 from .multiword import dd_error, td_round, ziv_round
 
-ONE = F64(1.0)
 ZERO_F32 = np.float32(0.0)
 ONE_F32 = np.float32(1.0)
 NEG_INF32 = np.float32(-np.inf)
