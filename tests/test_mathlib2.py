@@ -126,26 +126,51 @@ def test_exception_tables_hold_mpfr_values():
         assert np.array_equal(values[live], reference_bits(name, keys[live].view(np.float32))), name
 
 
+def _fit_and_horner_factor(coeffs, f, lo, hi, relative):
+    """(worst fit error, Horner factor) of the polynomial sum coeffs[k] u^k
+    (the coefficients as rounded) against f on a grid of 2001 points of
+    [lo, hi], at 120 bits: the fit's error, absolute or relative to f, and
+    the factor sum_k max |u|^k |p_k(u)| (divided by |f(u)| when relative),
+    p_k the polynomial of Horner's steps from k up, whose product with 2^-53
+    bounds the steps' roundings."""
+    import mpmath
+
+    with mpmath.workprec(120):
+        c = [mpmath.mpf(v) for v in coeffs]
+        grid = [mpmath.mpf(lo) + (mpmath.mpf(hi) - mpmath.mpf(lo)) * i / 2000 for i in range(2001)]
+        scale = (lambda u: abs(f(u))) if relative else (lambda u: 1)
+        fit = max(abs(mpmath.polyval(c[::-1], u) - f(u)) / scale(u) for u in grid)
+        factor = sum(max(abs(u) ** k * abs(mpmath.polyval(c[k:][::-1], u)) / scale(u) for u in grid[::10])
+                     for k in range(len(c)))
+        return float(mpmath.log(fit, 2)), float(factor)
+
+
 def test_erf_mid_bounds_are_measured():
     # erf_pieces.erf_mid's error bound rests on two measured numbers per
     # piece ([1/2, 2] and [2, 4]): the fit's absolute error with the
     # coefficients as rounded (< 2^-52.4) and the Horner error factor
-    # sum_k max |d|^k |p_k(d)| (< 1.75 and < 1.05), p_k the polynomial of the
-    # steps from k up; both against mpmath at 120 bits on a grid of d.
+    # (< 1.75 and < 1.05).
     import mpmath
     from softrep.algorithms.math import erf_pieces as P
 
-    pieces = ((P.ERF_MID_COEFFS[0], 1.25, 0.75, 1.75), (P.ERF_MID_COEFFS[1], 3.0, 1.0, 1.05))
-    with mpmath.workprec(120):
-        for coeffs, centre, half, factor in pieces:
-            c = [mpmath.mpf(v) for v in coeffs]
-            grid = [mpmath.mpf(-half) + 2 * mpmath.mpf(half) * i / 2000 for i in range(2001)]
-            worst = max(abs(mpmath.polyval(c[::-1], d) - mpmath.erf(centre + d)) for d in grid)
-            assert worst < mpmath.mpf(2) ** -52.4, (centre, float(mpmath.log(worst, 2)))
-            total = mpmath.mpf(0)
-            for k in range(len(c)):
-                total += max(abs(d) ** k * abs(mpmath.polyval(c[k:][::-1], d)) for d in grid[::10])
-            assert total < factor, (centre, float(total))
+    for coeffs, centre, half, factor in ((P.ERF_MID_COEFFS[0], 1.25, 0.75, 1.75), (P.ERF_MID_COEFFS[1], 3.0, 1.0, 1.05)):
+        fit, horner = _fit_and_horner_factor(coeffs, lambda d: mpmath.erf(centre + d), -half, half, False)
+        assert fit < -52.4 and horner < factor, (centre, fit, horner)
+
+
+def test_erf_short_bounds_are_measured():
+    # erf.erf_short's bound (2^-43.1) rests on: a P(a^2) for a <= 3/2, P
+    # within 2^-43.21 of erf(sqrt v)/sqrt v relatively on [0, 9/4] with a
+    # Horner factor < 2.88 (relative to P); erf(11/4 + d) on [-5/4, 5/4]
+    # within 2^-43.77 absolutely, Horner factor < 1.16.
+    import mpmath
+    from softrep.algorithms.math.erf import ERF_SHORT_COEFFS
+
+    ratio = lambda v: mpmath.erf(mpmath.sqrt(v)) / mpmath.sqrt(v) if v else 2 / mpmath.sqrt(mpmath.pi)  # noqa: E731
+    fit, horner = _fit_and_horner_factor(ERF_SHORT_COEFFS[0], ratio, 0, 2.25, True)
+    assert fit < -43.21 and horner < 2.88, (fit, horner)
+    fit, horner = _fit_and_horner_factor(ERF_SHORT_COEFFS[1], lambda d: mpmath.erf(2.75 + d), -1.25, 1.25, False)
+    assert fit < -43.77 and horner < 1.16, (fit, horner)
 
 
 def test_erf_mid_against_mpfr():
@@ -161,6 +186,23 @@ def test_erf_mid_against_mpfr():
     worst = worst_relative_error(got, lambda i: gmpy2.erf(gmpy2.mpfr(float(a[i]))))
     assert worst < -50.2, worst
     assert all(float(erf_mid(x)) == float(y) for x, y in zip(a[:100], got[:100]))
+
+
+def test_erf_short_against_mpfr():
+    # erf_short is claimed within 2^-43.1 (relative) of erf on [0, 4]: both
+    # pieces, their ends and the tiny and subnormal arguments of the first,
+    # compiled and in Python (the simulator's path).
+    from numba import njit
+    from softrep.algorithms.math.erf import erf_short
+
+    rng = np.random.default_rng(22)
+    ends = [1e-45, 2.0**-126, 2.0**-60, 1e-4, 1.5, 1.5000001, 1.4999999, 2.75, 3.9999998, 4.0]
+    a = np.concatenate([rng.uniform(0.0, 4.0, 4000), 2.0 ** rng.uniform(-149, 0.6, 1000), ends]).astype(np.float32)
+    a = a[a > 0]
+    got = njit(lambda v: np.array([erf_short(v[i]) for i in range(v.size)]))(a)
+    worst = worst_relative_error(got, lambda i: gmpy2.erf(gmpy2.mpfr(float(a[i]))))
+    assert worst < -43.1, worst
+    assert all(float(erf_short(x)) == float(y) for x, y in zip(a[:100], got[:100]))
 
 
 def test_signs_and_specials(backend):

@@ -4,10 +4,13 @@ erf is odd: computed on a = |x| and the sign applied after (erf(+-0) = +-0,
 erf(+-inf) = +-1).  For a > 4, 1 - erf a = erfc a < erfc 4 < 1.6e-8 < 2^-25
 (half an ulp below 1): the result rounds to 1.
 
-Fast path (softrep/algorithms/math/erf_pieces.py): a <= 1/2, a P(a^2) (2^-51.8); 1/2 < a <= 4,
-erf_mid, a polynomial of erf itself on each of two pieces (< 2^-50.2).
-Accurate path: the table below (every input whose fast result cannot be
-rounded safely, with its MPFR value).
+First step (`erf_fast`): erf_short, two polynomials to 2^-43.1 (below),
+decided by the wide window 2^-39.  Where it cannot decide (about one input
+in 2^15), the exception table's fast path (softrep/algorithms/math/erf_pieces.py):
+a <= 1/2, a P(a^2) (2^-51.8); 1/2 < a <= 4, erf_mid, a polynomial of erf
+itself on each of two pieces (< 2^-50.2).  Accurate path: the table below
+(every input whose fast result cannot be rounded safely, with its MPFR
+value).
 
 float64 (`erf_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
 * |x| >= 6: erfc 6 < 2^-55.3 < 2^-54 (half an ulp below 1): +-1.
@@ -35,9 +38,10 @@ least 2^-57.3 of its spacing from a midpoint (continued fraction of
 import numpy as np
 
 from ...primitives.jit import inline_into_callers
-from ...primitives.rounding import fabs, fma_rn, jitable, mul_rn, negate
+from ...primitives.rounding import fabs, fma_rn, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_mid, erf_small
-from .core import abs32, dd_add, fast_two_sum, neg32, pow2, signbit32, two_prod
+from .core import (WIDE_WINDOW_HI, WIDE_WINDOW_LO, abs32, coefficient_tuple, dd_add, fast_two_sum, horner,
+                   horner_from, neg32, pow2, round_if_within, signbit32, two_prod)
 from .erf64 import (SERIES_LIMIT, erf_ratio_fast, erf_ratio_piece, erf_series_dd, erf_series_td, erfc_large_dd,
                     erfc_large_td)
 from .exact64 import bracket_err
@@ -187,11 +191,73 @@ def erf_approx(a):
     return erf_small(a) if a <= HALF_F32 else r
 
 
+# erf's first step, `erf_short`, to the wide window's accuracy only (the
+# approximation of the exception table, `erf_approx`, evaluates three
+# polynomials of 53 coefficients in all to 2^-50.2; this one two of 32).
+# Both pieces are evaluated for every a and one is selected:
+# * a <= 3/2: a P(a^2), P a fit of G(v) = erf(sqrt v)/sqrt v on [0, 9/4]:
+#   mpmath.chebyfit(G, [0, 9/4], 12) at 160 bits, each coefficient rounded to
+#   nearest double, lowest degree first.  As rounded it misses G by < 2^-43.21
+#   relatively (measured, tests/test_mathlib2.py).  a^2 is exact (a has 24
+#   bits); Horner with fma rounds each step once, off by at most
+#   2^-53 sum_k v^k |p_k(v)| < 2.88 * 2^-53 of G (measured as for erf_mid);
+#   the product by a rounds once: < 2^-43.21 + 2^-51.47 + 2^-53 < 2^-43.1.
+# * 3/2 < a <= 4: erf itself in d = a - 11/4 (exact: a's last bit is at
+#   >= 2^-23), mpmath.chebyfit(lambda d: erf(11/4 + d), [-5/4, 5/4], 20) at
+#   160 bits, rounded alike: < 2^-43.77 absolutely as rounded, Horner's
+#   roundings < 1.16 * 2^-53; erf a >= erf(3/2) > 0.966, so < 2^-43.6
+#   relatively.
+# a > 4 is evaluated at 4: erf(4) = 1 - 1.5e-8 lies 2^-26.05 above the
+# midpoint 1 - 2^-25, far outside the window, and rounds to 1, as erf of
+# everything beyond does.
+_ERF_SHORT_SMALL = [float.fromhex(h) for h in (
+    "0x1.20dd750429a20p+0", "-0x1.812746b00df27p-2", "0x1.ce2f21926ce3cp-4", "-0x1.b82ce144d91e6p-6",
+    "0x1.565baddfc864cp-8", "-0x1.c02b3570d2a0bp-11", "0x1.f9829b5b61371p-14", "-0x1.f3b8c2a570d36p-17",
+    "0x1.b37a54d5d23dcp-20", "-0x1.462bfa424106dp-23", "0x1.797a4822b28f1p-27", "-0x1.ebba0926faf0ep-32")]
+_ERF_SHORT_BIG = [float.fromhex(h) for h in (
+    "0x1.fff2cfb045598p-1", "0x1.3360ccd2763dap-11", "-0x1.a6a519bd12a55p-10", "0x1.69cf4665bd1abp-9",
+    "-0x1.ab0c261092256p-9", "0x1.6935969b75f1fp-9", "-0x1.b2756f63c7c68p-10", "0x1.52b61334c7e08p-11",
+    "-0x1.755245996140fp-14", "-0x1.2ab8c5435cc02p-14", "0x1.cd3f751bd3986p-15", "-0x1.09e8108266effp-16",
+    "-0x1.1a97de269ef3ep-20", "0x1.69c5ec49e2c00p-19", "-0x1.f4ad0d0f69aadp-21", "-0x1.2be207dad0320p-28",
+    "0x1.f68b953a0e6fep-24", "-0x1.090f3b952dbdcp-25", "-0x1.4a221bc6f5eabp-28", "0x1.61d78a9550e45p-29")]
+ERF_SHORT_COEFFS = (_ERF_SHORT_SMALL, _ERF_SHORT_BIG)  # for the tests
+ERF_SHORT_SMALL = coefficient_tuple(_ERF_SHORT_SMALL)
+ERF_SHORT_TOP, ERF_SHORT_BOTTOM = coefficient_tuple(_ERF_SHORT_BIG[12:]), coefficient_tuple(_ERF_SHORT_BIG[:12])
+ERF_SHORT_CENTRE = F64(2.75)
+ERF_SHORT_SPLIT = np.float32(1.5)
+
+
+@jitable
+def erf_short(a):
+    """erf(a) in double for a float32 0 <= a <= 4, relative error < 2^-43.1
+    (the comment above).  Branch-free: both pieces are evaluated."""
+    inline_into_callers()
+    ad = F64(a)
+    small = mul_rn(ad, horner(ERF_SHORT_SMALL, mul_rn(ad, ad)))
+    d = sub_rn(ad, ERF_SHORT_CENTRE)
+    big = horner_from(horner(ERF_SHORT_TOP, d), ERF_SHORT_BOTTOM, d)
+    return small if a <= ERF_SHORT_SPLIT else big
+
+
 @jitable
 def erf_fast(x):
+    """(erf(x) correctly rounded, True), or (anything, False) where the first
+    step cannot decide: erf_short(min(|x|, 4)) within 2^-43.1, decided by
+    the wide window 2^-39, the sign applied after.  A NaN is returned as it
+    is, decided.  Branch-free: vectorises in the CPU's decided-first loop."""
+    inline_into_callers()
+    nan = x != x
+    a = abs32(x)
+    r, ok = round_if_within(erf_short(SATURATE_F32 if a > SATURATE_F32 else a), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+    r = neg32(r) if signbit32(x) else r
+    return (x if nan else r), ok | nan
+
+
+@jitable
+def erf_table_fast(x):
     """(erf(x) correctly rounded, True), or (the float32 nearest the double
-    approximation, with x's sign; False) where the rounding test cannot decide.
-    Branch-free: vectorises in the CPU's decided-first loop."""
+    approximation, with x's sign; False) where the exception table's rounding
+    test cannot decide (erf_approx, window 2^-48)."""
     inline_into_callers()
     nan = x != x
     r, ok = decide(erf_approx(abs32(x)))
@@ -202,6 +268,9 @@ def erf_fast(x):
 @jitable
 def erf_f32(x):
     r, ok = erf_fast(x)
+    if ok:
+        return r
+    r, ok = erf_table_fast(x)
     if ok:
         return r
     return finish_odd(x, r, _KEYS, _VALUES)
