@@ -137,12 +137,13 @@ def tan_fast(x):
     the rounding test on tan_of_quadrant after the Cody-Waite reduction
     (trig_reduction.reduce_quadrant_small: the same q, and t within the
     2^-51.4 the bound takes, so the approximation is again within 2^-49.1
-    and the window decides correctly); NaN and infinities give NaN;
-    |x| >= 2^20 is left undecided.  Branch-free: vectorises in the CPU's
+    and the window decides correctly); |x| >= 2^20, NaN and
+    infinities are left undecided (one flag; the next step gives NaN for
+    the last two).  Branch-free: vectorises in the CPU's
     decided-first loop."""
     inline_into_callers()
-    q, t, small, special = quadrant_small(x)
-    return decide_quadrant(x, tan_of_quadrant(q, t), small, special, True)
+    q, t, small = quadrant_small(x)
+    return decide_quadrant(x, tan_of_quadrant(q, t), small, True)
 
 @jitable
 def tan_f32(x):

@@ -43,7 +43,7 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn, negate, sub_rn
-from .core import INF32, NAN32, ZERO32, abs32, coefficient_tuple, horner, neg32, signbit32
+from .core import abs32, coefficient_tuple, horner, neg32, signbit32
 from .exception_tables import decide
 from .coefficients import COS_HALFPI, SIN_HALFPI, TWO_OVER_PI, TWO_OVER_PI_LIMBS
 
@@ -184,26 +184,27 @@ def reduce_quadrant_small(a):
 
 @jitable
 def quadrant_small(x):
-    """(q, t, small, special) for the float32 trig functions' branch-free first
-    steps: reduce_quadrant_small of |x| where |x| < 2^20 (`small`), of 0
-    elsewhere; `special`: x is NaN or infinite."""
+    """(q, t, small) for the float32 trig functions' branch-free first steps:
+    reduce_quadrant_small of |x|, and `small`: |x| < 2^20.  Elsewhere (|x| >=
+    2^20, infinities, NaN) q and t are meaningless but harmless (no memory is
+    read), and the step leaves x undecided."""
     inline_into_callers()
     a = abs32(x)
-    small = a < CW_LIMIT_F32
-    q, t = reduce_quadrant_small(a if small else ZERO32)
-    return q, t, small, (x != x) | (a == INF32)
+    q, t = reduce_quadrant_small(a)
+    return q, t, a < CW_LIMIT_F32
 
 
 @jitable
-def decide_quadrant(x, y, small, special, odd):
+def decide_quadrant(x, y, small, odd):
     """(result, decided) of such a first step from its approximation y of
     f(|x|) (within 2^-49): the rounding test in the exception tables' window,
-    the sign of x put back for an odd f, NaN for NaN and infinities
-    (decided); |x| >= 2^20 is left undecided."""
+    the sign of x put back for an odd f; decided only where `small` (NaN and
+    infinities, which fail it, are left to the step after, with |x| >=
+    2^20: one flag for all three)."""
     inline_into_callers()
     r, ok = decide(y)
     r = neg32(r) if odd and signbit32(x) else r
-    return (NAN32 if special else r), (ok & small) | special
+    return r, ok & small
 
 
 @jitable
