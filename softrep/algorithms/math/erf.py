@@ -243,14 +243,13 @@ def erf_short(a):
 def erf_fast(x):
     """(erf(x) correctly rounded, True), or (anything, False) where the first
     step cannot decide: erf_short(min(|x|, 4)) within 2^-43.1, decided by
-    the wide window 2^-39, the sign applied after.  A NaN is returned as it
-    is, decided.  Branch-free: vectorises in the CPU's decided-first loop."""
+    the wide window 2^-39, the sign applied after.  A NaN fails the test
+    and is left to erf_table_fast.  Branch-free: vectorises in the CPU's
+    decided-first loop."""
     inline_into_callers()
-    nan = x != x
     a = abs32(x)
     r, ok = round_if_within(erf_short(SATURATE_F32 if a > SATURATE_F32 else a), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
-    r = neg32(r) if signbit32(x) else r
-    return (x if nan else r), ok | nan
+    return (neg32(r) if signbit32(x) else r), ok
 
 
 @jitable
