@@ -26,7 +26,6 @@ from .explog64 import log_dd as log_dd64, log_dd_fast, log_split, log_td
 from .multiword import dd_error, td_round, ziv_round
 
 ZERO_F32 = np.float32(0.0)
-ONE_F32 = np.float32(1.0)
 NEG_INF32 = np.float32(-np.inf)
 
 @jitable
@@ -46,15 +45,17 @@ def log_times_fast(x, c):
     the constant by < (1 + 2^-42.9)(1 + 2^-53)^2 - 1 < 2^-42.8 relatively,
     inside the wide window 2^-39.  Exact results (log2 of a power of two,
     log10 of 10^n) are integers (or +0 at x = 1, where the core returns +0),
-    decided as such.  Branch-free: outside 0 < x < inf (NaN included)
-    log_core_short(1) is evaluated, and the special result selected, decided
-    (the constant is positive, so log's specials are those of the product:
-    -inf at +-0, +inf at +inf, NaN elsewhere).  One flag for the whole
-    range and one select of the special value: three flags and three
-    selects cost the AVX2 loop an eighth of its time."""
+    decided as such.  Branch-free: the core evaluates x whatever it is (bit
+    operations and arithmetic only, no memory read: outside 0 < x < inf,
+    NaN included, its value is meaningless), and there the special result
+    is selected, decided (the constant is positive, so log's specials are
+    those of the product: -inf at +-0, +inf at +inf, NaN elsewhere).  One
+    flag for the whole range and one select of the special value: three
+    flags and three selects cost the AVX2 loop an eighth of its time, and
+    a select of the core's argument a tenth."""
     inline_into_callers()
     inside = (x > ZERO_F32) & (x < INF32)
-    r, ok = round_if_within(log_times_core(x if inside else ONE_F32, c), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+    r, ok = round_if_within(log_times_core(x, c), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
     special = NEG_INF32 if x == ZERO_F32 else NAN32
     special = INF32 if x == INF32 else special
     return (r if inside else special), ok | (not inside)

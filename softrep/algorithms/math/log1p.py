@@ -84,13 +84,13 @@ def log1p_short(x):
 def log1p_fast(x):
     """(log1p(x) correctly rounded, True), or (undecided, False) where the fast
     path cannot decide: `log1p_short` in the wide window 2^-39.  Branch-free:
-    outside -1 < x < inf (NaN included) log1p(0) is evaluated and the
-    special result selected, decided (-inf at -1, +inf at +inf, NaN
-    elsewhere), as in log.log_times_fast; log1p(+-0) = +-0 (the series
-    returns x)."""
+    log1p_short evaluates x whatever it is (no memory read), and outside
+    -1 < x < inf (NaN included) the special result is selected, decided
+    (-inf at -1, +inf at +inf, NaN elsewhere), as in log.log_times_fast;
+    log1p(+-0) = +-0 (the series returns x)."""
     inline_into_callers()
     inside = (x > MINUS_ONE32) & (x < INF32)
-    r, ok = round_if_within(log1p_short(x if inside else ZERO_F32), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+    r, ok = round_if_within(log1p_short(x), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
     special = NEG_INF32 if x == MINUS_ONE32 else NAN32
     special = INF32 if x == INF32 else special
     return (r if inside else special), ok | (not inside)
