@@ -189,7 +189,8 @@ def outside_range(x, r, ok, lo, hi, below, above):
 def round_if_within(y, window_lo, window_hi):
     """(float32 nearest y, True) if every value within w |y| of y rounds to the
     same float32, for the window 1 -+ w given as (window_lo, window_hi), both
-    exact doubles; else (that float32, False).  y finite or infinite, not NaN.
+    exact doubles; else (the float32 of y window_lo, False).  y finite or
+    infinite, not NaN.
     Each product rounds by at most 2^-53 relatively, which the callers'
     margins between their error bound and w absorb."""
     lo = np.float32(mul_rn(y, window_lo))

@@ -254,9 +254,9 @@ def erf_fast(x):
 
 @jitable
 def erf_table_fast(x):
-    """(erf(x) correctly rounded, True), or (the float32 nearest the double
-    approximation, with x's sign; False) where the exception table's rounding
-    test cannot decide (erf_approx, window 2^-48)."""
+    """(erf(x) correctly rounded, True), or (a float32 of the double
+    approximation's window, with x's sign; False) where the exception
+    table's rounding test cannot decide (erf_approx, window 2^-48)."""
     inline_into_callers()
     nan = x != x
     r, ok = decide(erf_approx(abs32(x)))

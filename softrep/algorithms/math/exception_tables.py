@@ -31,7 +31,7 @@ pattern of |x| and the sign is applied afterwards.
 import numpy as np
 
 from ...primitives.rounding import add_rn, bitcast, fma_rn, jitable, mul_rn
-from .core import abs32, neg32, signbit32
+from .core import abs32, neg32, round_if_within, signbit32
 
 F64 = np.float64
 U32 = np.uint32
@@ -39,14 +39,6 @@ U32 = np.uint32
 # Window of the rounding test: relative half-width 2^-48 (both factors exact).
 WINDOW_LO = F64(1.0 - 2.0**-48)
 WINDOW_HI = F64(1.0 + 2.0**-48)
-
-@jitable
-def round_if_within(y, window_lo, window_hi):
-    """(float32 nearest y, True) if y * window_lo and y * window_hi round to the
-    same float32, else (float32 nearest y, False).  y not NaN."""
-    lo = np.float32(mul_rn(y, window_lo))
-    hi = np.float32(mul_rn(y, window_hi))
-    return np.float32(y), lo == hi
 
 @jitable
 def lookup_exception(keys, values, key, fallback):
@@ -76,16 +68,17 @@ def finish(y, keys, values, key):
 
 @jitable
 def decide(y):
-    """(float32 nearest y, True) if the window of `finish` around y rounds to
-    one float32, else (float32 nearest y, False): `finish` without the table,
-    for the branch-free fast paths (the table search is a loop)."""
+    """(the float32 of y, True) if the window of `finish` around y rounds to
+    one float32, else (the float32 of its lower end, False): `finish`
+    without the table, for the branch-free fast paths (the table search is a
+    loop)."""
     return round_if_within(y, WINDOW_LO, WINDOW_HI)
 
 @jitable
 def finish_odd(x, r, keys, values):
     """The result of an odd function at x where its fast path did not decide:
-    the table entry of |x| with the sign of x.  r is the fast path's result,
-    the float32 nearest y with the sign of x; without a table entry (never:
+    the table entry of |x| with the sign of x.  r is the fast path's result
+    (the float32 of its window's lower end) with the sign of x; without a table entry (never:
     the table lists every undecided input) it is returned, as `finish` would."""
     negative = signbit32(x)
     r = lookup_exception(keys, values, bitcast(abs32(x)), neg32(r) if negative else r)
