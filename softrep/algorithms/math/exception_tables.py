@@ -78,8 +78,9 @@ def decide(y):
 def finish_odd(x, r, keys, values):
     """The result of an odd function at x where its fast path did not decide:
     the table entry of |x| with the sign of x.  r is the fast path's result
-    (the float32 of its window's lower end) with the sign of x; without a table entry (never:
-    the table lists every undecided input) it is returned, as `finish` would."""
+    (the float32 of its window's lower end) with the sign of x; without a
+    table entry (never: the table lists every undecided input) it is
+    returned, as `finish` would."""
     negative = signbit32(x)
     r = lookup_exception(keys, values, bitcast(abs32(x)), neg32(r) if negative else r)
     return neg32(r) if negative else r
