@@ -41,13 +41,13 @@ import numpy as np
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_small, erfc_mid
-from .core import abs32, dd_add, fast_two_sum, pow2, two_prod
+from .core import WIDE_WINDOW_HI, WIDE_WINDOW_LO, abs32, dd_add, fast_two_sum, pow2, round_if_within, two_prod
 from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_fast, erf_series_td, erfc_large_dd,
                     erfc_large_fast, erfc_large_td)
 from .exact64 import bracket_err, decide_subnormal
 from .multiword import dd_error, td_add, td_round, ziv_round
-from .exception_tables import decide, exception_arrays, finish
-from .erf import erf_approx
+from .exception_tables import exception_arrays, finish
+from .erf import SATURATE_F32, erf_approx, erf_short
 
 F64 = np.float64
 ONE = F64(1.0)
@@ -123,20 +123,27 @@ def erfc_approx(x):
 @jitable
 def erfc_fast(x):
     """(erfc(x) correctly rounded, True), or (anything, False) where the
-    rounding test on erfc_approx's value cannot decide; NaN gives x.
-    Branch-free, for the CPU's decided-first loop: every range is evaluated
-    (erfc_mid on an argument kept inside its pieces, 2 for those outside)
-    and one selected, the values of erfc_approx's branches (for 0 <= x <= 1/2
-    erf_approx(|x|) is erf_small(x))."""
+    first step cannot decide; NaN gives x, decided (erfc_approx would index
+    its table with it).  erfc_approx's ranges with erf's first-step
+    approximation in place of erf_approx: 1 - E for 0 <= x <= 1/2 and 1 + E
+    for -4 <= x < 0, E = erf.erf_short(|x|) within 2^-43.1 relatively: for
+    x >= 0, erf x <= 0.5205 and erfc x >= 0.4795, so 1 - E is within
+    1.086 * 2^-43.1 + 2^-53 < 2^-42.9; 1 + E within 2^-43.1 + 2^-53.
+    erfc_mid (< 2^-49.9) on (1/2, 10.25], 2 below -4 and +0 above 10.25 as
+    there.  All within 2^-40, decided by the wide window 2^-39; what it
+    leaves goes to erfc_approx's window and the table.  Branch-free, for
+    the CPU's decided-first loop: every range is evaluated (erfc_mid on an
+    argument kept inside its pieces, 2 for those outside) and one selected."""
     inline_into_callers()
     nan = x != x
-    e = erf_approx(abs32(x))
+    a = abs32(x)
+    e = erf_short(SATURATE_F32 if a > SATURATE_F32 else a)
     y = erfc_mid(x if (x > HALF_F32) & (x <= HIGH_F32) else TWO_F32)
     y = F64(0.0) if x > HIGH_F32 else y
     y = sub_rn(ONE, e) if x <= HALF_F32 else y
     y = add_rn(ONE, e) if x < ZERO_F32 else y
     y = TWO if x < LOW_F32 else y
-    r, ok = decide(y)
+    r, ok = round_if_within(y, WIDE_WINDOW_LO, WIDE_WINDOW_HI)
     return (x if nan else r), ok | nan
 
 
