@@ -500,7 +500,7 @@ def _decided_first(f, nin, fast, fast64=None, fast2=None):
     2^-14 for float64 exp, exp2 and sigmoid: two chunks in five) is searched again,
     while it is still in cache, computing `f` at the marked elements.  So out[i] = f(x[i]) for every i,
     exactly as the one-loop launcher computes it (`f` returns `fast`'s result
-    whenever `fast` decides: softrep/math/__init__.py).  A float32 kernel
+    whenever `fast` decides: softrep/ops/math.py).  A float32 kernel
     with a second step `fast2` (one input) runs it over such a chunk
     before `f` (`_decided_chunk`).  A dtype without a companion takes the
     one-loop path."""

@@ -215,15 +215,16 @@ def _unary_float(fn_name, fn):
 
 
 def _math_grad(name):
-    """tanh_backward(grad, output), sigmoid_backward(grad, output): softrep/math's grad,
-    which only reads the output for these two."""
+    """tanh_backward(grad, output), sigmoid_backward(grad, output): the math
+    op's gradient (softrep/ops/math.py), which only reads the output for
+    these two."""
 
     def run(grad_output, output):
         from ...ops import math as M
 
         return M.FUNCTIONS[name].grad(grad_output, output, None)[0]
 
-    return Rule(run, _same_float, f"softrep/math/{name}.py grad")
+    return Rule(run, _same_float, f"softrep.{name}'s gradient (softrep/ops/math.py)")
 
 
 _AUTOGRAD_KEYS = (torch._C.DispatchKey.AutogradFunctionality, torch._C.DispatchKey.ADInplaceOrView)
