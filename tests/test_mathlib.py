@@ -1,6 +1,6 @@
 """The correctly rounded float32 math library (part 1: exp, log, sinh/cosh/tanh, sigmoid families).
 
-References are independent of softrep/math: the platform libm in float64 with
+References are independent of softrep/algorithms/math: the platform libm in float64 with
 a stated error bound, and MPFR (gmpy2) wherever that cannot decide
 (softrep/tools/verify.py, whose own exact rounding is tested here against numpy).
 The exhaustive proofs are `python -m softrep verify FUNC --exhaustive`

@@ -1,7 +1,7 @@
 """Part 2 of the correctly rounded math library: sin, cos, tan, atan, erf, erfc,
 rsqrt, cbrt (unary, float32), pow and hypot (binary), gelu.
 
-References are independent of softrep/math: MPFR through gmpy2 in the IEEE
+References are independent of softrep/algorithms/math: MPFR through gmpy2 in the IEEE
 binary32 context (precision 24, subnormalize: MPFR's functions are correctly
 rounded, so this is the correctly rounded float32 result), and torch for the
 gradients.  The exhaustive runs are `python -m softrep verify NAME --exhaustive`

@@ -1,6 +1,6 @@
 """Shared building blocks of the correctly rounded float32 math library.
 
-Every function `<name>_f32` in softrep/math follows one scheme (CORE-MATH's):
+Every function `<name>_f32` in softrep/algorithms/math follows one scheme (CORE-MATH's):
 
 1. **Fast path in double.**  The float32 argument is widened to float64 (exact)
    and the function is evaluated in float64 through the rounding primitives,

@@ -2,7 +2,7 @@
 """gelu(input, approximate='none'|'tanh'), torch.nn.functional.gelu's signature.
 
 A fixed sequence of softrep ops (elementwise ops rounded to nearest and the
-correctly rounded `erf` / `tanh` of softrep/math), so the bits depend only on
+correctly rounded `erf` / `tanh` of softrep/algorithms/math), so the bits depend only on
 the input.  Constants are Python floats (the nearest double to the real
 constant), converted to the input's dtype by rounding to nearest.  The order
 (docs/order.md, "gelu") is torch's:

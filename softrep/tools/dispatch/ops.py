@@ -157,7 +157,7 @@ def _rsub():
 
 
 def _unary_math(name):
-    """A correctly rounded function of softrep/math."""
+    """A correctly rounded function of softrep/algorithms/math."""
 
     def accepts(self):
         from ...ops import math as M
@@ -177,7 +177,7 @@ def _unary_math(name):
     return Rule(run, accepts, f"softrep.{name} (correctly rounded)")
 
 
-# The functions of softrep/math rerouted from their aten op of the same name (each
+# The functions of softrep/algorithms/math rerouted from their aten op of the same name (each
 # one checked against the softrep API in tests/test_dispatch.py).
 UNARY_MATH = ("exp", "log", "tanh", "sigmoid", "erf", "log1p", "expm1", "sin", "cos", "rsqrt")
 
