@@ -229,10 +229,11 @@ ERF_SHORT_SPLIT = np.float32(1.5)
 
 @jitable
 def erf_short(a):
-    """erf(a) in double for a float32 0 <= a <= 4, relative error < 2^-43.1
-    (the comment above).  Branch-free: both pieces are evaluated."""
+    """erf(a) in double for a float32 a >= 0, relative error < 2^-43.1 (the
+    comment above; a above 4 is evaluated at 4, a NaN gives a NaN).
+    Branch-free: both pieces are evaluated."""
     inline_into_callers()
-    ad = F64(a)
+    ad = F64(SATURATE_F32 if a > SATURATE_F32 else a)
     small = mul_rn(ad, horner(ERF_SHORT_SMALL, mul_rn(ad, ad)))
     d = sub_rn(ad, ERF_SHORT_CENTRE)
     big = horner_from(horner(ERF_SHORT_TOP, d), ERF_SHORT_BOTTOM, d)
@@ -242,13 +243,12 @@ def erf_short(a):
 @jitable
 def erf_fast(x):
     """(erf(x) correctly rounded, True), or (anything, False) where the first
-    step cannot decide: erf_short(min(|x|, 4)) within 2^-43.1, decided by
+    step cannot decide: erf_short(|x|) within 2^-43.1, decided by
     the wide window 2^-39, the sign applied after.  A NaN fails the test
     and is left to erf_table_fast.  Branch-free: vectorises in the CPU's
     decided-first loop."""
     inline_into_callers()
-    a = abs32(x)
-    r, ok = round_if_within(erf_short(SATURATE_F32 if a > SATURATE_F32 else a), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
+    r, ok = round_if_within(erf_short(abs32(x)), WIDE_WINDOW_LO, WIDE_WINDOW_HI)
     return (neg32(r) if signbit32(x) else r), ok
 
 

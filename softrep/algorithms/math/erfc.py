@@ -47,7 +47,7 @@ from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_fast, erf_seri
 from .exact64 import bracket_err, decide_subnormal
 from .multiword import dd_error, td_add, td_round, ziv_round
 from .exception_tables import exception_arrays, finish
-from .erf import SATURATE_F32, erf_approx, erf_short
+from .erf import erf_approx, erf_short
 
 F64 = np.float64
 ONE = F64(1.0)
@@ -136,8 +136,7 @@ def erfc_fast(x):
     argument kept inside its pieces, 2 for those outside) and one selected."""
     inline_into_callers()
     nan = x != x
-    a = abs32(x)
-    e = erf_short(SATURATE_F32 if a > SATURATE_F32 else a)
+    e = erf_short(abs32(x))
     y = erfc_mid(x if (x > HALF_F32) & (x <= HIGH_F32) else TWO_F32)
     y = F64(0.0) if x > HIGH_F32 else y
     y = sub_rn(ONE, e) if x <= HALF_F32 else y
