@@ -142,6 +142,12 @@ CASES = [
     ((4, 300, 6), 1, False),
     ((3, 5, 7, 4), (1, 2), True),
     ((2, 129, 3), -2, False),
+    # reduced dims on both sides of the kept ones, read in place: runs of 300
+    # (groups of 8 blocks cross them), of 49 (< one block), of 1100 (the
+    # first group inside one run, the second across two)
+    ((3, 4, 300), (0, 2), False),
+    ((5, 2, 7, 7), (0, 2, 3), True),
+    ((2, 3, 1100), (0, -1), False),
     ((37,), None, False),
     ((2, 3, 4), None, True),
     ((2, 3, 4), (), False),
@@ -239,6 +245,30 @@ def test_middle_dims_read_in_place_keep_zeros_and_nan(monkeypatch):
     assert calls
     assert got.tolist() == [[0x80000000] * 3, [0x80000000, 0x80000000, 0x7FC00000]]
     assert bits(softrep.sum(torch.zeros(2, 0, 3), 1)).tolist() == [[0] * 3] * 2  # n = 0: +0
+
+
+def test_dims_around_the_kept_ones_read_in_place(monkeypatch):
+    # NCHW over (0, 2, 3): each channel's sequence is N runs of H*W elements,
+    # read from the input without a copy into rows; more than one work item
+    # per channel (RUN_SPAN elements each), blocks and groups across runs
+    calls = []
+    for name in ("sum_values_of_runs", "sum_centered_squares_of_runs"):
+        launcher = getattr(cpu_reduce, name)
+        monkeypatch.setattr(cpu_reduce, name, lambda *a, f=launcher, name=name: calls.append(name) or f(*a))
+    for dtype in DTYPES:
+        x = wide_values(4, (3, 2, 71, 91), dtype)  # 19383 elements per channel
+        assert 3 * 71 * 91 > cpu_reduce.RUN_SPAN
+        want = ref_reduce(x.numpy(), (0, 2, 3), ref_sum_row)
+        assert_bits_equal(softrep.sum(x, (0, 2, 3)), want)
+        with np.errstate(all="ignore"):
+            assert_bits_equal(softrep.var(x, (0, 2, 3), correction=0),
+                              ref_reduce(x.numpy(), (0, 2, 3), lambda r: ref_var_row(r, 0)))
+    assert calls == ["sum_values_of_runs", "sum_values_of_runs", "sum_centered_squares_of_runs"] * 2
+    payload = np.array([0x7FC12345], dtype=np.uint32).view(np.float32)[0]
+    z = torch.full((3, 2, 300), -0.0)
+    z[2, 1, 299] = float(payload)
+    assert bits(softrep.sum(z, (0, 2))).tolist() == [0x80000000, 0x7FC00000]  # blocks start at their first element
+    assert bits(softrep.sum(torch.zeros(2, 3, 0), (0, 2))).tolist() == [0, 0, 0]  # n = 0: +0
 
 
 def test_nan_outputs_are_canonical():

@@ -19,6 +19,11 @@ A sum runs in two passes, both parallel over independent work items:
    outputs are contiguous (x[:, k] is a contiguous vector, e.g. dim 0 of a
    row-major matrix): then the inner loop runs over outputs and vectorises,
    each output still extending its own block's partial left to right.
+   An input whose reduced dims lie on both sides of the kept ones, x3[A, M,
+   B] with output i's row x3[:, i, :], runs as rows without being copied
+   into them: work items of RUN_SPAN elements of one row, each group of 8
+   blocks read in place, or from scratch where it spans two runs
+   (`blocked_sum_of_runs`).
 2. the tree over each row of partials, level by level (`sum_from_partials`).
 
 Short contiguous float32 rows (a multiple of 8 elements, at most
@@ -405,6 +410,10 @@ def _a(t, ndim):
     return types.Array(t, ndim, "A")
 
 
+def _c(t, ndim):
+    return types.Array(t, ndim, "C")
+
+
 _FLOATS = (types.float32, types.float64)
 _I = types.int64
 
@@ -520,7 +529,51 @@ def _sum_kernels(sums):
             column_block(P[j, o], x3[o], center[o], j * BLOCK, min(j * BLOCK + BLOCK, n), i0,
                          min(i0 + OUTPUT_CHUNK, inner))
 
-    return row_partials, column_partials, slab_partials
+    @kernel(f"{name}.run_chunk", *[(_c(t, 1), _a(t, 3), _I, t, _I, _I, _c(t, 1)) for t in _FLOATS])
+    @njit(cache=True)
+    def run_chunk(dst, x3, i, c, start, stop, scratch):
+        # Elements start .. stop-1 of output i's sequence x3[a, i, b], (a, b) in
+        # row-major order, a group of WORK_BLOCKS blocks at a time as
+        # `row_partials` takes them (start is a multiple of the group's
+        # length, so block j of a group is block g / BLOCK + j of the
+        # sequence): in place when the group lies in one run x3[a, i, :],
+        # else copied in sequence order into `scratch` first.  dst: output i's
+        # partials.
+        B = x3.shape[2]
+        span = WORK_BLOCKS * BLOCK
+        for g in range(start, stop, span):
+            m = min(span, stop - g)
+            a, b = g // B, g % B
+            if b + m <= B:
+                row = x3[a, i, b:b + m]
+            else:
+                k = 0
+                while k < m:
+                    a, b = (g + k) // B, (g + k) % B
+                    run = min(B - b, m - k)
+                    src = x3[a, i]
+                    for t in range(np.uint64(run)):
+                        scratch[np.uint64(k) + t] = src[np.uint64(b) + t]
+                    k += run
+                row = scratch[:m]
+            row_group(dst[g // BLOCK:], row, c, 0, (m + BLOCK - 1) // BLOCK, m, True)
+
+    @kernel(f"{name}.run_partials", *[(_c(t, 2), _a(t, 3), _a(t, 1)) for t in _FLOATS])
+    @njit(parallel=True, cache=True)
+    def run_partials(P, x3, center):
+        # x3[a, i, b]: output i reduces x3[:, i, :] (reduced dims on both sides
+        # of the kept ones, as NCHW's per-channel sums).  P[i, j] = partial of
+        # block j of output i, RUN_SPAN elements of one output per work item.
+        A, M, B = x3.shape
+        n = A * B
+        nwork = (n + RUN_SPAN - 1) // RUN_SPAN
+        for w in prange(M * nwork):
+            i = w // nwork
+            start = (w % nwork) * RUN_SPAN
+            run_chunk(P[i], x3, i, center[i], start, min(n, start + RUN_SPAN),
+                      np.empty(WORK_BLOCKS * BLOCK, dtype=x3.dtype))
+
+    return row_partials, column_partials, slab_partials, run_partials
 
 
 @kernel("reduce.combine", *[(_a(t, 1), _a(t, 2)) for t in _FLOATS])
@@ -541,7 +594,7 @@ def blocked_sum(sums):
     """Launcher run(out[M], x[M, n], center[M]): out[i] = documented sum of
     sums.term(x[i, k], center[i]) over k (`sums`: a TermSum of
     softrep.algorithms.reduction)."""
-    row_partials, column_partials, _ = _sum_kernels(sums)
+    row_partials, column_partials, _, _ = _sum_kernels(sums)
     plain_values = sums is VALUES
 
     def run(out, x, center):
@@ -591,6 +644,40 @@ def sum_values_of_slabs(out, x3):
     P = np.empty((nb, outer, inner), dtype=x3.dtype)
     _sum_kernels(VALUES)[2](P, x3, np.zeros((outer, inner), dtype=x3.dtype))
     _combine(out, P.reshape(nb, outer * inner).T)
+
+
+# Elements of one output per work item when the reduced dims lie on both
+# sides of the kept ones (`blocked_sum_of_runs`): whole groups of blocks.
+RUN_SPAN = 16 * WORK_BLOCKS * BLOCK
+
+
+def blocked_sum_of_runs(sums):
+    """Launcher run(out[M], x3[A, M, B], center[M]): out[i] = documented sum of
+    sums.term(x3[a, i, b], center[i]) over (a, b) in row-major order -- the
+    row of output i that `blocked_sum` would get from a copy of x3 with the
+    kept dim first, read in place: each work item takes the block partials of
+    RUN_SPAN elements of one row as the row layout does, a group of blocks
+    at a time, copying only a group that spans two runs of B contiguous
+    elements into scratch; then the tree of each output."""
+    run_partials = _sum_kernels(sums)[3]
+
+    def run(out, x3, center):
+        A, M, B = x3.shape
+        if M == 0:
+            return
+        n = A * B
+        if n == 0:
+            out[:] = 0
+            return
+        P = np.empty((M, (n + BLOCK - 1) // BLOCK), dtype=x3.dtype)
+        run_partials(P, x3, center)
+        _combine(out, P)
+
+    return run
+
+
+sum_values_of_runs = blocked_sum_of_runs(VALUES)
+sum_centered_squares_of_runs = blocked_sum_of_runs(CENTERED_SQUARES)
 
 
 # ------------------------------------------------------------------ the light path

@@ -13,7 +13,7 @@ from . import backend, batching
 from . import elementwise as E
 from . import mixed
 from .summation import (BroadcastFunction, as_rows, check_dtype, check_input, light_rows, light_rows_sum, light_sum,
-                        reduced_dims, reduction_shapes, scalar_as_1d, sum, sum_raw, sum_rows, sum_to_shape)
+                        reduced_dims, reduction_shapes, scalar_as_1d, sum, sum_raw, sum_to_shape, sums_over)
 from ..cpu import reduce as cpu_reduce
 from ..primitives.fpenv import ieee_state
 from ..cuda import reduce as cuda_reduce
@@ -79,7 +79,7 @@ def _mean_raw(x, dims, keepdim, n):
 
 def _var_raw(x, dims, correction, keepdim):
     out_shape, _, n = reduction_shapes(x, dims, keepdim)
-    squares = sum_rows(as_rows(x, dims), _mean_raw(x, dims, True, n), centered=True)
+    squares = sums_over(x, dims, _mean_raw(x, dims, True, n), centered=True)
     return E.div(squares, float(max(n - correction, 0))).reshape(out_shape)
 
 

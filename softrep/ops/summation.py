@@ -9,7 +9,9 @@ device, the memory layout, or on which other rows are reduced in the same call.
 
 Layering: `as_rows` brings the input to a 2-D view x[M, n] (kept dims first,
 reduced dims last); the launchers in softrep/cpu/reduce.py and
-softrep/cuda/reduce.py reduce each row.  The backward of `sum` is a broadcast,
+softrep/cuda/reduce.py reduce each row.  Where that view would be a copy,
+the CPU launcher reads two layouts in place: a reduced run of middle dims
+(`_slabs`) and reduced dims on both sides of the kept ones (`_runs`).  The backward of `sum` is a broadcast,
 which does no arithmetic, so this module needs no other op: the elementwise
 ops use `sum_to_shape` for the gradients of broadcast inputs, and the other
 reductions (softrep/ops/reduction.py) build on both.
@@ -29,7 +31,7 @@ from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "sum_to_shape", "SumFunction", "BroadcastFunction", "check_input", "check_dtype", "reduced_dims",
-           "reduction_shapes", "as_rows", "sum_rows", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
+           "reduction_shapes", "as_rows", "sum_rows", "sums_over", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
            "light_column_sum", "light_rows_sum"]
 
 
@@ -142,6 +144,35 @@ def _slabs(x, dims):
     return x.detach().view(outer, n, inner)
 
 
+def _runs(x, dims):
+    """x (C-contiguous) as (A, M, B) when its kept dims are one run of
+    consecutive dims with reduced dims on both sides (NCHW reduced over
+    (0, 2, 3): one output per channel): output m reduces x3[:, m, :], whose
+    row-major order is that of `as_rows`' row m.  None otherwise."""
+    kept = [d for d in range(x.dim()) if d not in dims]
+    if not kept or kept[0] == 0 or kept[-1] == x.dim() - 1 or kept[-1] - kept[0] + 1 != len(kept) \
+            or not x.is_contiguous():
+        return None
+    outer, inner = math.prod(x.shape[:kept[0]]), math.prod(x.shape[kept[-1] + 1:])
+    return x.detach().view(outer, math.prod(x.shape[kept[0]:kept[-1] + 1]), inner)
+
+
+def sums_over(x, dims, center=None, centered=False):
+    """`sum_rows(as_rows(x, dims), center, centered)`: the documented sums of
+    the rows that `as_rows` makes, one per output.  On the CPU launcher,
+    reduced dims on both sides of one run of kept dims are read in place
+    (`_runs`) instead of copying the whole input into rows first."""
+    runs = _runs(x, dims) if backend.on_cpu_launcher(x) else None
+    if runs is None or runs.numel() == 0:
+        return sum_rows(as_rows(x, dims), center, centered)
+    M = runs.shape[1]
+    out = torch.empty(M, dtype=x.dtype)
+    center = torch.zeros(M, dtype=x.dtype) if center is None else center.reshape(M)
+    launcher = cpu_reduce.sum_centered_squares_of_runs if centered else cpu_reduce.sum_values_of_runs
+    backend.execute(launcher, None, [out], [runs, center])
+    return out
+
+
 def sum_raw(x, dims, keepdim):
     light = light_sum(x, dims, keepdim)  # inside SumFunction's forward grad mode is off
     if light is None:
@@ -155,7 +186,7 @@ def sum_raw(x, dims, keepdim):
         out = torch.empty(slabs.shape[0] * slabs.shape[2], dtype=x.dtype)
         backend.execute(cpu_reduce.sum_values_of_slabs, None, [out], [slabs])
         return out.reshape(out_shape)
-    return sum_rows(as_rows(x, dims)).reshape(out_shape)
+    return sums_over(x, dims).reshape(out_shape)
 
 
 
