@@ -271,6 +271,36 @@ def test_dims_around_the_kept_ones_read_in_place(monkeypatch):
     assert bits(softrep.sum(torch.zeros(2, 3, 0), (0, 2))).tolist() == [0, 0, 0]  # n = 0: +0
 
 
+def test_extremes_read_in_place(monkeypatch):
+    # amax/amin/argmax over a middle run of dims and over dims on both sides
+    # of the kept ones, without a copy into rows: ties (repeated values,
+    # +-0) keep the first index in row-major order, a NaN wins canonical
+    calls = []
+    for name in ("extreme_of_slabs", "extreme_of_runs"):
+        launcher = getattr(cpu_reduce, name)
+        monkeypatch.setattr(cpu_reduce, name, lambda *a, f=launcher, name=name: calls.append(name) or f(*a))
+    payload = np.array([0x7FC12345], dtype=np.uint32).view(np.float32)[0]
+    shape = (3, 40, 5, 300)
+    for dtype, ties in ((torch.float32, True), (torch.float64, True), (torch.float32, False), (torch.float64, False)):
+        rng = np.random.default_rng(5)
+        x = (torch.from_numpy(rng.integers(-3, 4, shape).astype(NP[dtype])) if ties  # many ties
+             else wide_values(6, shape, dtype))  # distinct values, the extremes anywhere
+        flat = x.view(-1)
+        flat[7] = -0.0
+        flat[1000] = float(payload)  # sample 0, channel 0, a NaN in row (0, 3) and in channel 0
+        xn = x.numpy()
+        for dims in ((1,), (1, 2), (0, 2, 3), (0, 3)):
+            want_max = ref_reduce(xn, dims, lambda r: r[ref_argmax_row(r)])
+            want_min = ref_reduce(xn, dims, lambda r: r[ref_argmin_row(r)])
+            assert_bits_equal(softrep.amax(x, dims), want_max)
+            assert_bits_equal(softrep.amin(x, dims), want_min)
+        for dim in (1, 2):
+            np.testing.assert_array_equal(softrep.argmax(x, dim).numpy(), ref_reduce(xn, (dim,), ref_argmax_row))
+            np.testing.assert_array_equal(softrep.argmin(x, dim).numpy(), ref_reduce(xn, (dim,), ref_argmin_row))
+    assert calls.count("extreme_of_slabs") == 4 * (2 * 2 + 2 * 2) and calls.count("extreme_of_runs") == 4 * 2 * 2
+    assert bits(softrep.amax(torch.full((2, 3, 300), -0.0), (0, 2))).tolist() == [0x80000000] * 3
+
+
 def test_nan_outputs_are_canonical():
     payload = np.array([0x7FC12345], dtype=np.uint32).view(np.float32)[0]
     x = torch.ones(2, 300)

@@ -41,7 +41,8 @@ columns), the columns in the vector lanes.
 Max/min/argmax compare with a total order and break ties by index, so their
 results do not depend on how the work is split; they use the same two passes
 (chunk winners, then the winner of the chunks, both in increasing index
-order).
+order), and read the two layouts above in place too (`extreme_of_slabs`,
+`extreme_of_runs`).
 """
 
 import functools
@@ -1010,6 +1011,81 @@ def _extreme_value_rows(values, x, largest):
         for i in range(w * EXTREME_ROWS, min(w * EXTREME_ROWS + EXTREME_ROWS, M)):
             row = x[i]
             values[i] = extreme_value(key_value(row[0], _best_key(row, n, largest), largest))
+
+
+# Inputs that `as_rows` would copy, read in place: a reduced run of middle
+# dims, x3[o, k, i] (output (o, i) reduces x3[o, :, i]: the column layout's
+# scan per o, outputs in the lanes), and reduced dims on both sides of the
+# kept ones, x3[a, i, b] (output i reduces x3[:, i, :] in row-major order:
+# each run's best key, then the first run holding the best and the first
+# index in it).  Ties keep the first index in row-major order, as in rows.
+
+
+@kernel("reduce.extreme_slab_block", *[(_a(t, 1), _a(_I, 2), _a(_I, 2), _a(t, 3), _I, _I, _I, types.boolean)
+                                       for t in _FLOATS])
+@njit(cache=True)
+def _extreme_slab_block(values, K, idx, x3, o, i0, i1, largest):
+    n, inner = x3.shape[1], x3.shape[2]
+    _extreme_column_block(K[o], idx[o], x3[o], 0, n, i0, i1, largest)
+    for i in range(i0, i1):
+        values[o * inner + i] = extreme_value(x3[o, idx[o, i], i])
+
+
+@kernel("reduce.extreme_slabs", *[(_a(t, 1), _a(_I, 2), _a(_I, 2), _a(t, 3), types.boolean) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def _extreme_slabs(values, K, idx, x3, largest):
+    outer, inner = x3.shape[0], x3.shape[2]
+    nout = (inner + OUTPUT_CHUNK - 1) // OUTPUT_CHUNK
+    for w in prange(outer * nout):
+        o = w // nout
+        i0 = (w % nout) * OUTPUT_CHUNK
+        _extreme_slab_block(values, K, idx, x3, o, i0, min(i0 + OUTPUT_CHUNK, inner), largest)
+
+
+def extreme_of_slabs(values, indices, x3, largest):
+    """values[o * I + i], indices[o * I + i] = the max (largest) or min of
+    x3[o, :, i] and its first index, x3 (O, n, I), n >= 1, unit stride along I."""
+    outer, n, inner = x3.shape
+    if values.size == 0:
+        return
+    _extreme_slabs(values, np.empty((outer, inner), dtype=np.int64), indices.reshape(outer, inner), x3, largest)
+
+
+@kernel("reduce.extreme_run_block", *[(_a(_I, 2), _a(t, 3), _I, _I, types.boolean) for t in _FLOATS])
+@njit(cache=True)
+def _extreme_run_block(K, x3, w0, w1, largest):
+    runs, B = x3.shape[0], x3.shape[2]
+    for w in range(w0, w1):
+        i, a = w // runs, w % runs
+        K[i, a] = _best_key(x3[a, i], B, largest)
+
+
+@kernel("reduce.extreme_runs", *[(_a(t, 1), _a(_I, 1), _a(_I, 2), _a(t, 3), types.boolean) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def _extreme_runs(values, indices, K, x3, largest):
+    A, M, B = x3.shape
+    items = M * A
+    for w in prange((items + EXTREME_ROWS - 1) // EXTREME_ROWS):
+        _extreme_run_block(K, x3, w * EXTREME_ROWS, min(w * EXTREME_ROWS + EXTREME_ROWS, items), largest)
+    for i in prange(M):
+        best = K[i, 0]
+        at = 0
+        for a in range(1, A):
+            if improves(K[i, a], best):  # runs in increasing index order: ties keep the first
+                best = K[i, a]
+                at = a
+        k = _first_with_key(x3[at, i], B, best, largest)
+        indices[i] = at * B + k
+        values[i] = extreme_value(x3[at, i, k])
+
+
+def extreme_of_runs(values, indices, x3, largest):
+    """values[i], indices[i] = the max (largest) or min of x3[:, i, :] in
+    row-major order and its first index in that order, x3 (A, M, B), A, B >= 1."""
+    A, M, B = x3.shape
+    if M == 0:
+        return
+    _extreme_runs(values, indices, np.empty((M, A), dtype=np.int64), x3, largest)
 
 
 def extreme_values(values, x, largest):

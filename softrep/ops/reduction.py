@@ -12,8 +12,9 @@ import torch
 from . import backend, batching
 from . import elementwise as E
 from . import mixed
-from .summation import (BroadcastFunction, as_rows, check_dtype, check_input, light_rows, light_rows_sum, light_sum,
-                        reduced_dims, reduction_shapes, scalar_as_1d, sum, sum_raw, sum_to_shape, sums_over)
+from .summation import (BroadcastFunction, as_rows, as_runs, as_slabs, check_dtype, check_input, light_rows,
+                        light_rows_sum, light_sum, reduced_dims, reduction_shapes, scalar_as_1d, sum, sum_raw,
+                        sum_to_shape, sums_over)
 from ..cpu import reduce as cpu_reduce
 from ..primitives.fpenv import ieee_state
 from ..cuda import reduce as cuda_reduce
@@ -21,19 +22,41 @@ from ..cuda import reduce as cuda_reduce
 __all__ = ["sum", "mean", "var", "std", "amax", "amin", "argmax", "argmin", "sum_to_shape"]
 
 
-def _extreme_rows(fn, x, dims, keepdim):
-    """(rows, output shape) of an amax-like reduction; it has no identity, so no
+def _extreme_shape(fn, x, dims, keepdim):
+    """The output shape of an amax-like reduction; it has no identity, so no
     reduced elements is an error."""
     out_shape, _, n = reduction_shapes(x, dims, keepdim)
     if n == 0:
         raise ValueError(
             f"softrep.{fn}: argument 'input' has no elements along the reduced dims {dims} "
             f"(shape {tuple(x.shape)}); the reduction has no identity")
-    return as_rows(x, dims), out_shape
+    return out_shape
+
+
+def _extreme_in_place(x, dims, out_shape, largest):
+    """(values, indices) of an amax-like reduction over inputs that `as_rows`
+    would copy, read in place by the CPU launcher: a reduced run of middle
+    dims (`as_slabs`) or reduced dims on both sides of the kept ones
+    (`as_runs`); None for other inputs (n >= 1 reduced elements)."""
+    if not backend.on_cpu_launcher(x) or x.numel() == 0:
+        return None
+    for view, launcher in ((as_slabs(x, dims), cpu_reduce.extreme_of_slabs),
+                           (as_runs(x, dims), cpu_reduce.extreme_of_runs)):
+        if view is not None:
+            M = math.prod(out_shape)
+            values = torch.empty(M, dtype=x.dtype)
+            indices = torch.empty(M, dtype=torch.int64)
+            backend.execute(launcher, None, [values, indices], [view], largest)
+            return values.reshape(out_shape), indices.reshape(out_shape)
+    return None
 
 
 def _extreme_raw(fn, x, dims, keepdim, largest):
-    rows, out_shape = _extreme_rows(fn, x, dims, keepdim)
+    out_shape = _extreme_shape(fn, x, dims, keepdim)
+    in_place = _extreme_in_place(x, dims, out_shape, largest)
+    if in_place is not None:
+        return in_place
+    rows = as_rows(x, dims)
     M = rows.shape[0]
     values = torch.empty(M, dtype=x.dtype, device=x.device)
     indices = torch.empty(M, dtype=torch.int64, device=x.device)
@@ -64,7 +87,11 @@ def _extreme_values_raw(fn, x, dims, keepdim, largest):
     light = _light_extreme(x, dims, keepdim, largest)  # inside _Extreme's forward grad mode is off
     if light is not None:
         return light
-    rows, out_shape = _extreme_rows(fn, x, dims, keepdim)
+    out_shape = _extreme_shape(fn, x, dims, keepdim)
+    in_place = _extreme_in_place(x, dims, out_shape, largest)
+    if in_place is not None:
+        return in_place[0]
+    rows = as_rows(x, dims)
     values = torch.empty(rows.shape[0], dtype=x.dtype, device=x.device)
     backend.execute(cpu_reduce.extreme_values, cuda_reduce.extreme_values, [values], [rows], largest)
     return values.reshape(out_shape)

@@ -11,10 +11,11 @@ Layering: `as_rows` brings the input to a 2-D view x[M, n] (kept dims first,
 reduced dims last); the launchers in softrep/cpu/reduce.py and
 softrep/cuda/reduce.py reduce each row.  Where that view would be a copy,
 the CPU launcher reads two layouts in place: a reduced run of middle dims
-(`_slabs`) and reduced dims on both sides of the kept ones (`_runs`).  The backward of `sum` is a broadcast,
-which does no arithmetic, so this module needs no other op: the elementwise
-ops use `sum_to_shape` for the gradients of broadcast inputs, and the other
-reductions (softrep/ops/reduction.py) build on both.
+(`as_slabs`) and reduced dims on both sides of the kept ones (`as_runs`).
+The backward of `sum` is a broadcast, which does no arithmetic, so this
+module needs no other op: the elementwise ops use `sum_to_shape` for the
+gradients of broadcast inputs, and the other reductions
+(softrep/ops/reduction.py) build on both.
 """
 
 import builtins
@@ -31,8 +32,8 @@ from ..cpu import reduce as cpu_reduce
 from ..cuda import reduce as cuda_reduce
 
 __all__ = ["sum", "sum_to_shape", "SumFunction", "BroadcastFunction", "check_input", "check_dtype", "reduced_dims",
-           "reduction_shapes", "as_rows", "sum_rows", "sums_over", "sum_raw", "scalar_as_1d", "tree_nodes", "light_rows", "light_sum",
-           "light_column_sum", "light_rows_sum"]
+           "reduction_shapes", "as_rows", "as_slabs", "as_runs", "sum_rows", "sums_over", "sum_raw", "scalar_as_1d",
+           "tree_nodes", "light_rows", "light_sum", "light_column_sum", "light_rows_sum"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -131,7 +132,7 @@ def tree_nodes(partials, ranges):
     return out.reshape(len(ranges), *partials.shape[1:])
 
 
-def _slabs(x, dims):
+def as_slabs(x, dims):
     """x (C-contiguous) as (outer, n, inner) when `dims` are one run of
     consecutive dims with kept dims on both sides: output (o, i) reduces
     x3[o, :, i], the order of `as_rows`' row.  None otherwise."""
@@ -144,7 +145,7 @@ def _slabs(x, dims):
     return x.detach().view(outer, n, inner)
 
 
-def _runs(x, dims):
+def as_runs(x, dims):
     """x (C-contiguous) as (A, M, B) when its kept dims are one run of
     consecutive dims with reduced dims on both sides (NCHW reduced over
     (0, 2, 3): one output per channel): output m reduces x3[:, m, :], whose
@@ -161,8 +162,8 @@ def sums_over(x, dims, center=None, centered=False):
     """`sum_rows(as_rows(x, dims), center, centered)`: the documented sums of
     the rows that `as_rows` makes, one per output.  On the CPU launcher,
     reduced dims on both sides of one run of kept dims are read in place
-    (`_runs`) instead of copying the whole input into rows first."""
-    runs = _runs(x, dims) if backend.on_cpu_launcher(x) else None
+    (`as_runs`) instead of copying the whole input into rows first."""
+    runs = as_runs(x, dims) if backend.on_cpu_launcher(x) else None
     if runs is None or runs.numel() == 0:
         return sum_rows(as_rows(x, dims), center, centered)
     M = runs.shape[1]
@@ -180,7 +181,7 @@ def sum_raw(x, dims, keepdim):
     if light is not None:
         return light
     out_shape, _, _ = reduction_shapes(x, dims, keepdim)
-    slabs = _slabs(x, dims) if backend.on_cpu_launcher(x) else None
+    slabs = as_slabs(x, dims) if backend.on_cpu_launcher(x) else None
     if slabs is not None and slabs.numel() > 0:
         # a middle run of dims: read in place, where as_rows would copy its transpose
         out = torch.empty(slabs.shape[0] * slabs.shape[2], dtype=x.dtype)
