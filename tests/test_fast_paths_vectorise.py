@@ -151,15 +151,38 @@ def _softmax_row_callers():
         prefer_host_vectors()
         S.nll_grad_row(dx, zeros, logp, t, kept, coef)
 
+    # blocks of short rows (rows of 32): the same loops with per-element values
+    def block(out, x, partials, each):
+        prefer_host_vectors()
+        S.softmax_block(out, x, 32, partials, each)
+
+    def log_block(out, x, partials, each, each2):
+        prefer_host_vectors()
+        S.log_softmax_block(out, x, 32, partials, each, each2)
+
+    def log_grad_block(dx, g, out, partials, each):
+        prefer_host_vectors()
+        S.log_softmax_grad_block(dx, g, out, 32, partials, each)
+
+    def nll_grad_blocks(dx, zeros, logp, t, coef, each):
+        prefer_host_vectors()
+        S.nll_grad_block(dx, zeros, logp, 32, t, -100, coef, each)
+
     x = np.linspace(-3.0, 2.0, 256).astype(np.float32)
     partials = np.empty(2, np.float32)
-    return {"softmax_row": (rows, (np.empty_like(x), x, partials)),
-            "log_softmax_row": (log_rows, (np.empty_like(x), x, partials)),
-            "log_softmax_grad_row": (log_grad_rows, (np.empty_like(x), x, x, partials)),
-            "nll_grad_row": (nll_grad_rows, (np.empty_like(x), np.zeros_like(x), x, 3, True, np.float32(-0.5)))}
+    e = np.empty_like
+    return {"softmax_row": (rows, (e(x), x, partials)),
+            "log_softmax_row": (log_rows, (e(x), x, partials)),
+            "log_softmax_grad_row": (log_grad_rows, (e(x), x, x, partials)),
+            "nll_grad_row": (nll_grad_rows, (e(x), np.zeros_like(x), x, 3, True, np.float32(-0.5))),
+            "softmax_block": (block, (e(x), x, partials, e(x))),
+            "log_softmax_block": (log_block, (e(x), x, partials, e(x), e(x))),
+            "log_softmax_grad_block": (log_grad_block, (e(x), x, x, partials, e(x))),
+            "nll_grad_block": (nll_grad_blocks, (e(x), np.zeros_like(x), x, np.arange(8), np.float32(-0.5), e(x)))}
 
 
-@pytest.mark.parametrize("name", ("softmax_row", "log_softmax_row", "log_softmax_grad_row", "nll_grad_row"))
+@pytest.mark.parametrize("name", ("softmax_row", "log_softmax_row", "log_softmax_grad_row", "nll_grad_row",
+                                  "softmax_block", "log_softmax_block", "log_softmax_grad_block", "nll_grad_block"))
 def test_softmax_rows_exp_loop_is_vectorised(name):
     """The loop of each row function that runs exp's first step over the row
     is a vector loop: exp's float32 first step computes in double, so the

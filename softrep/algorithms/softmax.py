@@ -38,7 +38,7 @@ dtype (the block partials of the row's sums).
 import numpy as np
 from numba.core import types as _types
 
-from ..primitives.jit import by_type
+from ..primitives.jit import by_type, per_element
 from ..primitives.rounding import (add_rn, canonical, div_rn, is_undecided, jitable, mul_rn, negate, sub_rn, undecided,
                                    zero)
 from .math.exp import exp_f32, exp_f64, exp_fast, exp_fast64
@@ -81,19 +81,45 @@ def row_max(x):
     return canonical(key_value(x[0], widen_key(x[0], best), True))
 
 
+# The loops below take a row's value (its max m, its sum s, log of its sum
+# ls) either once (a row) or per element (`per_element`: a block of rows,
+# each row's value repeated over its elements; see "Blocks of short rows").
+
+
 @jitable
 def shifted_exp(e, x, m):
     """e[k] = exp(sub(x[k], m)) for every k, correctly rounded."""
     n = x.shape[0]
     marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
-        r, ok = exp_decide(sub_rn(x[k], m))
+        r, ok = exp_decide(sub_rn(x[k], per_element(m, k)))
         e[k] = r if ok else undecided(r)
         marked |= np.uint32(0) if ok else np.uint32(1)
     if marked:
         for k in range(n):
             if is_undecided(e[k]):
-                e[k] = exp_rn(sub_rn(x[k], m))
+                e[k] = exp_rn(sub_rn(x[k], per_element(m, k)))
+
+
+@jitable
+def divided(out, s):
+    """out[k] = div(out[k], s) for every k (softmax's last step), NaN canonical."""
+    for k in range(np.uint64(0), np.uint64(out.shape[0])):
+        out[k] = canonical(div_rn(out[k], per_element(s, k)))
+
+
+@jitable
+def log_softmax_values(out, x, m, ls):
+    """out[k] = sub(sub(x[k], m), ls) for every k (log_softmax's last step:
+    z recomputed), NaN canonical."""
+    for k in range(np.uint64(0), np.uint64(x.shape[0])):
+        out[k] = canonical(sub_rn(sub_rn(x[k], per_element(m, k)), per_element(ls, k)))
+
+
+@jitable
+def log_of_sum(s):
+    """log(s) correctly rounded, NaN canonical: log_softmax's log(sum(exp(z)))."""
+    return canonical(log_rn(s))
 
 
 @jitable
@@ -101,9 +127,7 @@ def softmax_row(out, x, partials):
     """out = div(e, sum(e)) with e = exp(sub(x, amax(x)))."""
     m = row_max(x)
     shifted_exp(out, x, m)
-    s = row_sum(out, partials)
-    for k in range(np.uint64(0), np.uint64(x.shape[0])):
-        out[k] = canonical(div_rn(out[k], s))
+    divided(out, row_sum(out, partials))
 
 
 @jitable
@@ -111,9 +135,7 @@ def log_softmax_row(out, x, partials):
     """out = sub(z, log(sum(exp(z)))) with z = sub(x, amax(x))."""
     m = row_max(x)
     shifted_exp(out, x, m)
-    ls = canonical(log_rn(row_sum(out, partials)))
-    for k in range(np.uint64(0), np.uint64(x.shape[0])):
-        out[k] = canonical(sub_rn(sub_rn(x[k], m), ls))
+    log_softmax_values(out, x, m, log_of_sum(row_sum(out, partials)))
 
 
 @jitable
@@ -143,14 +165,14 @@ def exp_product_grad(dx, g, out, s):
     marked = np.uint32(0)
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(out[k])
-        v = sub_rn(g[k], mul_rn(r, s))
+        v = sub_rn(g[k], mul_rn(r, per_element(s, k)))
         ok = ok & (v == v)
         dx[k] = v if ok else undecided(r)
         marked |= np.uint32(0) if ok else np.uint32(1)
     if marked:
         for k in range(n):
             if is_undecided(dx[k]):
-                dx[k] = canonical(sub_rn(g[k], mul_rn(exp_rn(out[k]), s)))
+                dx[k] = canonical(sub_rn(g[k], mul_rn(exp_rn(out[k]), per_element(s, k))))
 
 
 @jitable
@@ -180,12 +202,25 @@ def nll_grad_row(dx, zeros, logp, t, kept, coef):
       +0 of the row's length, which every row can share), then class t
       again with g[t] = coef (`exp_rn` gives exp_decide's bits wherever
       that decides)."""
-    z = zero(coef)
-    c = coef if kept else z
-    s = canonical(c if logp.shape[0] == 1 else add_rn(c, z))
+    s = nll_grad_sum(coef, kept, logp.shape[0])
     exp_product_grad(dx, zeros, logp, s)
     if kept:
-        dx[t] = canonical(sub_rn(coef, mul_rn(exp_rn(logp[t]), s)))
+        nll_grad_at_target(dx, logp, t, coef, s)
+
+
+@jitable
+def nll_grad_sum(coef, kept, n):
+    """sum(g) of the nll's output gradient over a row of n classes, known
+    exactly (`nll_grad_row`)."""
+    z = zero(coef)
+    c = coef if kept else z
+    return canonical(c if n == 1 else add_rn(c, z))
+
+
+@jitable
+def nll_grad_at_target(dx, logp, t, coef, s):
+    """dx[t] = sub(coef, mul(exp(logp[t]), s)): class t of `nll_grad_row`."""
+    dx[t] = canonical(sub_rn(coef, mul_rn(exp_rn(logp[t]), s)))
 
 
 @jitable
@@ -202,3 +237,65 @@ def nll_coef(g, kept_count, mean):
     if mean:
         return canonical(negate(canonical(div_rn(g, kept_count))))
     return canonical(negate(g))
+
+
+# --------------------------------------------------------------------------- blocks of short rows
+#
+# A short row's own loops hold a few dozen elements, and a vectorised loop
+# leaves most of them to its scalar remainder (there exp's first step runs
+# element by element).  The CPU schedule of short rows passes a block of
+# consecutive rows of n elements, flat in one array, through the same loops
+# once for the whole block, with each row's value (its max, its sum, ...)
+# repeated over the row's elements in `each` (scratch of the block's
+# length): every element gets the operations of its row function, in the
+# same order, so the bits of the row functions above.
+
+
+@jitable
+def repeat_over_row(each, b, n, v):
+    """each[b : b + n] = v."""
+    for k in range(np.uint64(b), np.uint64(b + n)):
+        each[k] = v
+
+
+@jitable
+def softmax_block(out, x, n, partials, each):
+    """`softmax_row` of each row of the flat block x (out likewise)."""
+    for b in range(0, x.shape[0], n):
+        repeat_over_row(each, b, n, row_max(x[b:b + n]))
+    shifted_exp(out, x, each)
+    for b in range(0, x.shape[0], n):
+        repeat_over_row(each, b, n, row_sum(out[b:b + n], partials))
+    divided(out, each)
+
+
+@jitable
+def log_softmax_block(out, x, n, partials, each, each2):
+    """`log_softmax_row` of each row of the flat block x (out likewise)."""
+    for b in range(0, x.shape[0], n):
+        repeat_over_row(each, b, n, row_max(x[b:b + n]))
+    shifted_exp(out, x, each)
+    for b in range(0, x.shape[0], n):
+        repeat_over_row(each2, b, n, log_of_sum(row_sum(out[b:b + n], partials)))
+    log_softmax_values(out, x, each, each2)
+
+
+@jitable
+def log_softmax_grad_block(dx, g, out, n, partials, each):
+    """`log_softmax_grad_row` of each row of the flat blocks g and out."""
+    for b in range(0, g.shape[0], n):
+        repeat_over_row(each, b, n, row_sum(g[b:b + n], partials))
+    exp_product_grad(dx, g, out, each)
+
+
+@jitable
+def nll_grad_block(dx, zeros, logp, n, t, ignore, coef, each):
+    """`nll_grad_row` of each row r of the flat block logp, its target t[r]
+    (kept unless it is `ignore`); zeros: +0s of the block's length."""
+    for r in range(t.shape[0]):
+        repeat_over_row(each, r * n, n, nll_grad_sum(coef, t[r] != ignore, n))
+    exp_product_grad(dx, zeros, logp, each)
+    for r in range(t.shape[0]):
+        if t[r] != ignore:
+            b = r * n
+            nll_grad_at_target(dx[b:b + n], logp[b:b + n], t[r], coef, each[b])

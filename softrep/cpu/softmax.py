@@ -4,7 +4,10 @@ Arrays are (rows, n), C-contiguous, n >= 1: the softmax dim is the last;
 `partials` (rows, ceil(n / BLOCK)) is scratch for each row's block partials.
 One work item per ROWS_PER_ITEM rows, each row computed alone by the
 algorithm's row function (its sums in the documented order of its own
-length), so neither the split nor the thread count changes a bit.
+length), so neither the split nor the thread count changes a bit.  Rows of
+at most SHORT_ROW_MAX elements go a block of rows at a time through the
+algorithm's block functions, which give every element its row function's
+operations (softrep.algorithms.softmax, "blocks of short rows").
 """
 
 import numba
@@ -13,7 +16,8 @@ from numba import carray, njit, prange, types
 
 from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.reduction import BLOCK
-from ..algorithms.softmax import (log_softmax_grad_row, log_softmax_row, nll_coef, nll_grad_row, nll_mean, nll_of_row,
+from ..algorithms.softmax import (log_softmax_block, log_softmax_grad_block, log_softmax_grad_row, log_softmax_row,
+                                  nll_coef, nll_grad_block, nll_grad_row, nll_mean, nll_of_row, softmax_block,
                                   softmax_grad_row, softmax_row)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from .launch import address_as_pointer, kernel, prefer_host_vectors
@@ -27,9 +31,24 @@ def _c(t, ndim):
     return types.Array(t, ndim, "C")
 
 
+# Rows of at most SHORT_ROW_MAX elements run as blocks of rows: a work item of
+# about BLOCK_ELEMENTS elements through the loops of one block
+# (softrep.algorithms.softmax, "blocks of short rows"), its `each` scratch
+# allocated once per item.
+SHORT_ROW_MAX = 256
+BLOCK_ELEMENTS = 4096
+
+
 @njit(cache=True)
-def _items(rows):
-    return (rows + ROWS_PER_ITEM - 1) // ROWS_PER_ITEM
+def _rows_per_item(n):
+    return max(ROWS_PER_ITEM, BLOCK_ELEMENTS // n) if n <= SHORT_ROW_MAX else ROWS_PER_ITEM
+
+
+@njit(cache=True)
+def _flat(a, r0, r1):
+    """Rows r0 .. r1-1 of the C-contiguous 2-D array a, flat."""
+    n = a.shape[1]
+    return a.reshape(-1)[r0 * n:r1 * n]
 
 
 # Each parallel loop calls a separately compiled function for its rows:
@@ -40,6 +59,10 @@ def _items(rows):
 @njit(cache=True, error_model="numpy")
 def _forward_rows(out, partials, x, r0, r1):
     prefer_host_vectors()
+    n = x.shape[1]
+    if n <= SHORT_ROW_MAX:
+        softmax_block(_flat(out, r0, r1), _flat(x, r0, r1), n, partials[r0], np.empty((r1 - r0) * n, x.dtype))
+        return
     for r in range(r0, r1):
         softmax_row(out[r], x[r], partials[r])
 
@@ -48,6 +71,11 @@ def _forward_rows(out, partials, x, r0, r1):
 @njit(cache=True, error_model="numpy")
 def _log_forward_rows(out, partials, x, r0, r1):
     prefer_host_vectors()
+    n = x.shape[1]
+    if n <= SHORT_ROW_MAX:
+        log_softmax_block(_flat(out, r0, r1), _flat(x, r0, r1), n, partials[r0], np.empty((r1 - r0) * n, x.dtype),
+                          np.empty((r1 - r0) * n, x.dtype))
+        return
     for r in range(r0, r1):
         log_softmax_row(out[r], x[r], partials[r])
 
@@ -64,6 +92,11 @@ def _backward_rows(dx, partials, g, out, r0, r1):
 @njit(cache=True, error_model="numpy")
 def _log_backward_rows(dx, partials, g, out, r0, r1):
     prefer_host_vectors()
+    n = g.shape[1]
+    if n <= SHORT_ROW_MAX:
+        log_softmax_grad_block(_flat(dx, r0, r1), _flat(g, r0, r1), _flat(out, r0, r1), n, partials[r0],
+                               np.empty((r1 - r0) * n, g.dtype))
+        return
     for r in range(r0, r1):
         log_softmax_grad_row(dx[r], g[r], out[r], partials[r])
 
@@ -72,18 +105,18 @@ def _log_backward_rows(dx, partials, g, out, r0, r1):
 @njit(parallel=True, cache=True)
 def forward(out, partials, x):
     """out[r] = softmax of row x[r]."""
-    rows = x.shape[0]
-    for w in prange(_items(rows)):
-        _forward_rows(out, partials, x, w * ROWS_PER_ITEM, min(rows, w * ROWS_PER_ITEM + ROWS_PER_ITEM))
+    rows, per = x.shape[0], _rows_per_item(x.shape[1])
+    for w in prange((rows + per - 1) // per):
+        _forward_rows(out, partials, x, w * per, min(rows, w * per + per))
 
 
 @kernel("softmax.log_forward", *[(_c(t, 2), _c(t, 2), _c(t, 2)) for t in _FLOATS])
 @njit(parallel=True, cache=True)
 def log_forward(out, partials, x):
     """out[r] = log_softmax of row x[r]."""
-    rows = x.shape[0]
-    for w in prange(_items(rows)):
-        _log_forward_rows(out, partials, x, w * ROWS_PER_ITEM, min(rows, w * ROWS_PER_ITEM + ROWS_PER_ITEM))
+    rows, per = x.shape[0], _rows_per_item(x.shape[1])
+    for w in prange((rows + per - 1) // per):
+        _log_forward_rows(out, partials, x, w * per, min(rows, w * per + per))
 
 
 @kernel("softmax.backward", *[(_c(t, 2),) * 4 for t in _FLOATS])
@@ -91,7 +124,7 @@ def log_forward(out, partials, x):
 def backward(dx, partials, g, out):
     """dx[r] = softmax's input gradient of row r (output out[r], output gradient g[r])."""
     rows = g.shape[0]
-    for w in prange(_items(rows)):
+    for w in prange((rows + ROWS_PER_ITEM - 1) // ROWS_PER_ITEM):
         _backward_rows(dx, partials, g, out, w * ROWS_PER_ITEM, min(rows, w * ROWS_PER_ITEM + ROWS_PER_ITEM))
 
 
@@ -99,9 +132,9 @@ def backward(dx, partials, g, out):
 @njit(parallel=True, cache=True)
 def log_backward(dx, partials, g, out):
     """dx[r] = log_softmax's input gradient of row r (output out[r], output gradient g[r])."""
-    rows = g.shape[0]
-    for w in prange(_items(rows)):
-        _log_backward_rows(dx, partials, g, out, w * ROWS_PER_ITEM, min(rows, w * ROWS_PER_ITEM + ROWS_PER_ITEM))
+    rows, per = g.shape[0], _rows_per_item(g.shape[1])
+    for w in prange((rows + per - 1) // per):
+        _log_backward_rows(dx, partials, g, out, w * per, min(rows, w * per + per))
 
 
 # ------------------------------------------------------------------ cross-entropy through addresses
@@ -122,15 +155,33 @@ def log_backward(dx, partials, g, out):
 def _cross_entropy_rows(losses, lp, a, t, r0, r1, classes, ignore):
     prefer_host_vectors()
     partials = np.empty((classes + BLOCK - 1) // BLOCK, lp.dtype)
+    if classes <= SHORT_ROW_MAX:
+        per = _rows_per_item(classes)
+        each, each2 = np.empty(per * classes, lp.dtype), np.empty(per * classes, lp.dtype)
+        for b0 in range(r0, r1, per):
+            b1 = min(b0 + per, r1)
+            m = (b1 - b0) * classes
+            log_softmax_block(lp[b0 * classes:b1 * classes], a[b0 * classes:b1 * classes], classes, partials,
+                              each[:m], each2[:m])
+    else:
+        for i in range(r0, r1):
+            log_softmax_row(lp[i * classes:(i + 1) * classes], a[i * classes:(i + 1) * classes], partials)
     for i in range(r0, r1):
-        row = lp[i * classes:(i + 1) * classes]
-        log_softmax_row(row, a[i * classes:(i + 1) * classes], partials)
-        losses[i] = nll_of_row(row, max(t[i], 0), t[i] != ignore)
+        losses[i] = nll_of_row(lp[i * classes:(i + 1) * classes], max(t[i], 0), t[i] != ignore)
 
 
 @njit(cache=True, error_model="numpy")
 def _cross_entropy_grad_rows(d, lp, t, coef, r0, r1, classes, ignore):
     prefer_host_vectors()
+    if classes <= SHORT_ROW_MAX:
+        per = _rows_per_item(classes)
+        zeros, each = np.zeros(per * classes, lp.dtype), np.empty(per * classes, lp.dtype)
+        for b0 in range(r0, r1, per):
+            b1 = min(b0 + per, r1)
+            m = (b1 - b0) * classes
+            nll_grad_block(d[b0 * classes:b1 * classes], zeros[:m], lp[b0 * classes:b1 * classes], classes, t[b0:b1],
+                           ignore, coef, each[:m])
+        return
     zeros = np.zeros(classes, lp.dtype)
     for i in range(r0, r1):
         nll_grad_row(d[i * classes:(i + 1) * classes], zeros, lp[i * classes:(i + 1) * classes], max(t[i], 0),

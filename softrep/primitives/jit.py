@@ -171,6 +171,22 @@ def with_arity(params, choose):
     return eval(f"lambda {args}: choose(({args},))", {"choose": choose})
 
 
+def per_element(v, k):
+    """v[k] for an array v, v itself for a scalar: for kernels that take a
+    value once for a whole row, or per element (a block of rows, each row's
+    value repeated over its elements), with one loop for both."""
+    return v[k] if isinstance(v, np.ndarray) else v
+
+
+def _per_element_choice(arg_types):
+    if isinstance(arg_types[0], types.Array):
+        return lambda v, k: v[k]
+    return lambda v, k: v
+
+
+by_target(per_element, _per_element_choice, _per_element_choice)
+
+
 # --------------------------------------------------------------------------- bitcast
 
 _BITCAST_PAIRS = {
