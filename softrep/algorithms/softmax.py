@@ -141,12 +141,22 @@ def log_softmax_row(out, x, partials):
 @jitable
 def softmax_grad_row(dx, g, out, partials):
     """dx = mul(out, sub(g, sum(mul(g, out)))); dx holds the products first."""
-    n = g.shape[0]
-    for k in range(np.uint64(0), np.uint64(n)):
+    products(dx, g, out)
+    softmax_grad_values(dx, g, out, row_sum(dx, partials))
+
+
+@jitable
+def products(dx, g, out):
+    """dx[k] = mul(g[k], out[k]) for every k."""
+    for k in range(np.uint64(0), np.uint64(g.shape[0])):
         dx[k] = mul_rn(g[k], out[k])
-    s = row_sum(dx, partials)
-    for k in range(np.uint64(0), np.uint64(n)):
-        dx[k] = canonical(mul_rn(out[k], sub_rn(g[k], s)))
+
+
+@jitable
+def softmax_grad_values(dx, g, out, s):
+    """dx[k] = mul(out[k], sub(g[k], s)) for every k, NaN canonical."""
+    for k in range(np.uint64(0), np.uint64(g.shape[0])):
+        dx[k] = canonical(mul_rn(out[k], sub_rn(g[k], per_element(s, k))))
 
 
 @jitable
@@ -278,6 +288,15 @@ def log_softmax_block(out, x, n, partials, each, each2):
     for b in range(0, x.shape[0], n):
         repeat_over_row(each2, b, n, log_of_sum(row_sum(out[b:b + n], partials)))
     log_softmax_values(out, x, each, each2)
+
+
+@jitable
+def softmax_grad_block(dx, g, out, n, partials, each):
+    """`softmax_grad_row` of each row of the flat blocks g and out."""
+    products(dx, g, out)
+    for b in range(0, g.shape[0], n):
+        repeat_over_row(each, b, n, row_sum(dx[b:b + n], partials))
+    softmax_grad_values(dx, g, out, each)
 
 
 @jitable

@@ -18,7 +18,7 @@ from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.reduction import BLOCK
 from ..algorithms.softmax import (log_softmax_block, log_softmax_grad_block, log_softmax_grad_row, log_softmax_row,
                                   nll_coef, nll_grad_block, nll_grad_row, nll_mean, nll_of_row, softmax_block,
-                                  softmax_grad_row, softmax_row)
+                                  softmax_grad_block, softmax_grad_row, softmax_row)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from .launch import address_as_pointer, kernel, prefer_host_vectors
 
@@ -84,6 +84,11 @@ def _log_forward_rows(out, partials, x, r0, r1):
 @njit(cache=True, error_model="numpy")
 def _backward_rows(dx, partials, g, out, r0, r1):
     prefer_host_vectors()
+    n = g.shape[1]
+    if n <= SHORT_ROW_MAX:
+        softmax_grad_block(_flat(dx, r0, r1), _flat(g, r0, r1), _flat(out, r0, r1), n, partials[r0],
+                           np.empty((r1 - r0) * n, g.dtype))
+        return
     for r in range(r0, r1):
         softmax_grad_row(dx[r], g[r], out[r], partials[r])
 
@@ -123,9 +128,9 @@ def log_forward(out, partials, x):
 @njit(parallel=True, cache=True)
 def backward(dx, partials, g, out):
     """dx[r] = softmax's input gradient of row r (output out[r], output gradient g[r])."""
-    rows = g.shape[0]
-    for w in prange((rows + ROWS_PER_ITEM - 1) // ROWS_PER_ITEM):
-        _backward_rows(dx, partials, g, out, w * ROWS_PER_ITEM, min(rows, w * ROWS_PER_ITEM + ROWS_PER_ITEM))
+    rows, per = g.shape[0], _rows_per_item(g.shape[1])
+    for w in prange((rows + per - 1) // per):
+        _backward_rows(dx, partials, g, out, w * per, min(rows, w * per + per))
 
 
 @kernel("softmax.log_backward", *[(_c(t, 2),) * 4 for t in _FLOATS])
