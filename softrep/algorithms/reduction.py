@@ -145,24 +145,32 @@ def _advance_eight(x, bases, k0, k1, parts):
 
 
 @jitable
-def eight_short_row_sums(x, first, n, divisor):
-    """div_rn(the documented sum, divisor) of each of the eight rows
-    x[first + c n : first + (c + 1) n], c = 0 .. 7, of a 1-D array x, each of
-    1 <= n <= BLOCK elements (`divided_sum_from_partials` of each row): one
-    block per row, begun with its first element and extended left to right,
-    whose tree is that partial alone (NaN canonical).  The rows advance side
-    by side, eight independent chains, each still its own left-to-right
-    sequence: one row at a time, every addition would wait on the one before.
-    `first` and n unsigned."""
+def eight_short_row_totals(x, first, n):
+    """The documented sum of each of the eight rows x[first + c n : first +
+    (c + 1) n], c = 0 .. 7, of a 1-D array x, each of 1 <= n <= BLOCK
+    elements (`row_sum` of each row): one block per row, begun with its
+    first element and extended left to right, whose tree is that partial
+    alone (NaN canonical).  The rows advance side by side, eight independent
+    chains, each still its own left-to-right sequence: one row at a time,
+    every addition would wait on the one before.  `first` and n unsigned."""
     inline_into_callers()
     bases = (first, first + n, first + _U[2] * n, first + _U[3] * n, first + _U[4] * n, first + _U[5] * n,
              first + _U[6] * n, first + _U[7] * n)
     firsts = (x[bases[0]], x[bases[1]], x[bases[2]], x[bases[3]], x[bases[4]], x[bases[5]], x[bases[6]],
               x[bases[7]])
     p0, p1, p2, p3, p4, p5, p6, p7 = _advance_eight(x, bases, _U[1], n, firsts)
-    return (div_rn(canonical(p0), divisor), div_rn(canonical(p1), divisor), div_rn(canonical(p2), divisor),
-            div_rn(canonical(p3), divisor), div_rn(canonical(p4), divisor), div_rn(canonical(p5), divisor),
-            div_rn(canonical(p6), divisor), div_rn(canonical(p7), divisor))
+    return (canonical(p0), canonical(p1), canonical(p2), canonical(p3), canonical(p4), canonical(p5), canonical(p6),
+            canonical(p7))
+
+
+@jitable
+def eight_short_row_sums(x, first, n, divisor):
+    """div_rn(`eight_short_row_totals`, divisor) of each of the eight rows
+    (`divided_sum_from_partials` of each row)."""
+    inline_into_callers()
+    s0, s1, s2, s3, s4, s5, s6, s7 = eight_short_row_totals(x, first, n)
+    return (div_rn(s0, divisor), div_rn(s1, divisor), div_rn(s2, divisor), div_rn(s3, divisor), div_rn(s4, divisor),
+            div_rn(s5, divisor), div_rn(s6, divisor), div_rn(s7, divisor))
 
 
 @jitable

@@ -43,7 +43,7 @@ from ..primitives.rounding import (add_rn, canonical, div_rn, is_undecided, jita
                                    zero)
 from .math.exp import exp_f32, exp_f64, exp_fast, exp_fast64
 from .math.log import log_f32, log_f64
-from .reduction import key_value, narrow_key, row_sum, widen_key
+from .reduction import BLOCK, eight_short_row_totals, key_value, narrow_key, row_sum, widen_key
 
 
 def exp_decide(x):
@@ -269,13 +269,36 @@ def repeat_over_row(each, b, n, v):
 
 
 @jitable
+def repeat_row_sums(each, v, n, partials):
+    """each[b : b + n] = row_sum(v[b : b + n]) for each row of the flat block
+    v: rows of at most BLOCK elements eight at a time
+    (`eight_short_row_totals`, the same bits), the others one by one."""
+    total = v.shape[0]
+    b = 0
+    if n <= BLOCK:
+        un = np.uint64(n)
+        while b + 8 * n <= total:
+            s0, s1, s2, s3, s4, s5, s6, s7 = eight_short_row_totals(v, np.uint64(b), un)
+            repeat_over_row(each, b, n, s0)
+            repeat_over_row(each, b + n, n, s1)
+            repeat_over_row(each, b + 2 * n, n, s2)
+            repeat_over_row(each, b + 3 * n, n, s3)
+            repeat_over_row(each, b + 4 * n, n, s4)
+            repeat_over_row(each, b + 5 * n, n, s5)
+            repeat_over_row(each, b + 6 * n, n, s6)
+            repeat_over_row(each, b + 7 * n, n, s7)
+            b += 8 * n
+    for r in range(b, total, n):
+        repeat_over_row(each, r, n, row_sum(v[r:r + n], partials))
+
+
+@jitable
 def softmax_block(out, x, n, partials, each):
     """`softmax_row` of each row of the flat block x (out likewise)."""
     for b in range(0, x.shape[0], n):
         repeat_over_row(each, b, n, row_max(x[b:b + n]))
     shifted_exp(out, x, each)
-    for b in range(0, x.shape[0], n):
-        repeat_over_row(each, b, n, row_sum(out[b:b + n], partials))
+    repeat_row_sums(each, out, n, partials)
     divided(out, each)
 
 
@@ -285,8 +308,9 @@ def log_softmax_block(out, x, n, partials, each, each2):
     for b in range(0, x.shape[0], n):
         repeat_over_row(each, b, n, row_max(x[b:b + n]))
     shifted_exp(out, x, each)
+    repeat_row_sums(each2, out, n, partials)
     for b in range(0, x.shape[0], n):
-        repeat_over_row(each2, b, n, log_of_sum(row_sum(out[b:b + n], partials)))
+        repeat_over_row(each2, b, n, log_of_sum(each2[b]))
     log_softmax_values(out, x, each, each2)
 
 
@@ -294,16 +318,14 @@ def log_softmax_block(out, x, n, partials, each, each2):
 def softmax_grad_block(dx, g, out, n, partials, each):
     """`softmax_grad_row` of each row of the flat blocks g and out."""
     products(dx, g, out)
-    for b in range(0, g.shape[0], n):
-        repeat_over_row(each, b, n, row_sum(dx[b:b + n], partials))
+    repeat_row_sums(each, dx, n, partials)
     softmax_grad_values(dx, g, out, each)
 
 
 @jitable
 def log_softmax_grad_block(dx, g, out, n, partials, each):
     """`log_softmax_grad_row` of each row of the flat blocks g and out."""
-    for b in range(0, g.shape[0], n):
-        repeat_over_row(each, b, n, row_sum(g[b:b + n], partials))
+    repeat_row_sums(each, g, n, partials)
     exp_product_grad(dx, g, out, each)
 
 

@@ -31,11 +31,11 @@ def _c(t, ndim):
     return types.Array(t, ndim, "C")
 
 
-# Rows of at most SHORT_ROW_MAX elements run as blocks of rows: a work item of
-# about BLOCK_ELEMENTS elements through the loops of one block
-# (softrep.algorithms.softmax, "blocks of short rows"), its `each` scratch
-# allocated once per item.
-SHORT_ROW_MAX = 256
+# Rows of at most SHORT_ROW_MAX elements (one block of the sum) run as blocks
+# of rows: a work item of about BLOCK_ELEMENTS elements through the loops of
+# one block (softrep.algorithms.softmax, "blocks of short rows"), its `each`
+# scratch allocated once per item.  Longer rows gained nothing.
+SHORT_ROW_MAX = BLOCK
 BLOCK_ELEMENTS = 4096
 
 
