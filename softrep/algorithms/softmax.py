@@ -33,6 +33,9 @@ canonicalising every element (a bit test and a select).
 
 Scratch: `partials` holds at least ceil(n / BLOCK) elements of the row's
 dtype (the block partials of the row's sums).
+
+The block functions at the end take many short rows at once, flat, through
+the same loops (the CPU schedule of rows of at most BLOCK elements).
 """
 
 import numpy as np
@@ -83,7 +86,7 @@ def row_max(x):
 
 # The loops below take a row's value (its max m, its sum s, log of its sum
 # ls) either once (a row) or per element (`per_element`: a block of rows,
-# each row's value repeated over its elements; see "Blocks of short rows").
+# each row's value repeated over its elements; see "blocks of short rows").
 
 
 @jitable
