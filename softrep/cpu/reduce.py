@@ -1051,6 +1051,45 @@ def extreme_of_slabs(values, indices, x3, largest):
     _extreme_slabs(values, np.empty((outer, inner), dtype=np.int64), indices.reshape(outer, inner), x3, largest)
 
 
+@kernel("reduce.extreme_value_slab_block", *[(_a(t, 1), _a(t, 3), _I, _I, _I, types.boolean) for t in _FLOATS])
+@njit(cache=True)
+def _extreme_value_slab_block(values, x3, o, i0, i1, largest):
+    # amax / amin alone: the best narrow key of each output (twice the lanes
+    # of the int64 keys for float32, and no index), its number by `key_value`
+    prefer_host_vectors()
+    n, inner = x3.shape[1], x3.shape[2]
+    best = np.full(i1 - i0, narrow_key(x3[o, 0, i0], largest))  # the keys' integer type
+    first = x3[o, 0]
+    for i in range(np.uint64(i0), np.uint64(i1)):
+        best[i - np.uint64(i0)] = narrow_key(first[i], largest)
+    for k in range(1, n):
+        src = x3[o, k]
+        for i in range(np.uint64(i0), np.uint64(i1)):
+            key = narrow_key(src[i], largest)
+            j = i - np.uint64(i0)
+            best[j] = key if improves(key, best[j]) else best[j]
+    for i in range(i0, i1):
+        like = x3[o, 0, i]
+        values[o * inner + i] = extreme_value(key_value(like, widen_key(like, best[i - i0]), largest))
+
+
+@kernel("reduce.extreme_value_slabs", *[(_a(t, 1), _a(t, 3), types.boolean) for t in _FLOATS])
+@njit(parallel=True, cache=True)
+def _extreme_value_slabs(values, x3, largest):
+    outer, inner = x3.shape[0], x3.shape[2]
+    nout = (inner + OUTPUT_CHUNK - 1) // OUTPUT_CHUNK
+    for w in prange(outer * nout):
+        o = w // nout
+        i0 = (w % nout) * OUTPUT_CHUNK
+        _extreme_value_slab_block(values, x3, o, i0, min(i0 + OUTPUT_CHUNK, inner), largest)
+
+
+def extreme_values_of_slabs(values, x3, largest):
+    """`extreme_of_slabs` without the indices."""
+    if values.size:
+        _extreme_value_slabs(values, x3, largest)
+
+
 @kernel("reduce.extreme_run_block", *[(_a(_I, 2), _a(t, 3), _I, _I, types.boolean) for t in _FLOATS])
 @njit(cache=True)
 def _extreme_run_block(K, x3, w0, w1, largest):

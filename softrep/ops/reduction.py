@@ -33,18 +33,22 @@ def _extreme_shape(fn, x, dims, keepdim):
     return out_shape
 
 
-def _extreme_in_place(x, dims, out_shape, largest):
+def _extreme_in_place(x, dims, out_shape, largest, with_indices=True):
     """(values, indices) of an amax-like reduction over inputs that `as_rows`
     would copy, read in place by the CPU launcher: a reduced run of middle
     dims (`as_slabs`) or reduced dims on both sides of the kept ones
-    (`as_runs`); None for other inputs (n >= 1 reduced elements)."""
+    (`as_runs`); None for other inputs (n >= 1 reduced elements).  Without
+    `with_indices`, (values, None) (amax, amin)."""
     if not backend.on_cpu_launcher(x) or x.numel() == 0:
         return None
-    for view, launcher in ((as_slabs(x, dims), cpu_reduce.extreme_of_slabs),
-                           (as_runs(x, dims), cpu_reduce.extreme_of_runs)):
+    M = math.prod(out_shape)
+    values = torch.empty(M, dtype=x.dtype)
+    slabs = as_slabs(x, dims)
+    if slabs is not None and not with_indices:
+        backend.execute(cpu_reduce.extreme_values_of_slabs, None, [values], [slabs], largest)
+        return values.reshape(out_shape), None
+    for view, launcher in ((slabs, cpu_reduce.extreme_of_slabs), (as_runs(x, dims), cpu_reduce.extreme_of_runs)):
         if view is not None:
-            M = math.prod(out_shape)
-            values = torch.empty(M, dtype=x.dtype)
             indices = torch.empty(M, dtype=torch.int64)
             backend.execute(launcher, None, [values, indices], [view], largest)
             return values.reshape(out_shape), indices.reshape(out_shape)
@@ -88,7 +92,7 @@ def _extreme_values_raw(fn, x, dims, keepdim, largest):
     if light is not None:
         return light
     out_shape = _extreme_shape(fn, x, dims, keepdim)
-    in_place = _extreme_in_place(x, dims, out_shape, largest)
+    in_place = _extreme_in_place(x, dims, out_shape, largest, with_indices=False)
     if in_place is not None:
         return in_place[0]
     rows = as_rows(x, dims)
