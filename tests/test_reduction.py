@@ -281,14 +281,14 @@ def test_extremes_read_in_place(monkeypatch):
         launcher = getattr(cpu_reduce, name)
         monkeypatch.setattr(cpu_reduce, name, lambda *a, f=launcher, name=name: calls.append(name) or f(*a))
     payload = np.array([0x7FC12345], dtype=np.uint32).view(np.float32)[0]
-    shape = (3, 40, 5, 300)
+    shape = (3, 12, 4, 130)  # more than OUTPUT_CHUNK outputs per slab
     for dtype, ties in ((torch.float32, True), (torch.float64, True), (torch.float32, False), (torch.float64, False)):
         rng = np.random.default_rng(5)
         x = (torch.from_numpy(rng.integers(-3, 4, shape).astype(NP[dtype])) if ties  # many ties
              else wide_values(6, shape, dtype))  # distinct values, the extremes anywhere
         flat = x.view(-1)
         flat[7] = -0.0
-        flat[1000] = float(payload)  # sample 0, channel 0, a NaN in row (0, 3) and in channel 0
+        flat[1000] = float(payload)  # sample 0, channel 1: a NaN in channel 1 and in row (0, 1, 3)
         xn = x.numpy()
         for dims in ((1,), (1, 2), (0, 2, 3), (0, 3)):
             want_max = ref_reduce(xn, dims, lambda r: r[ref_argmax_row(r)])
