@@ -5,6 +5,7 @@ and sharing no code with softrep."""
 import os
 
 import gmpy2
+import numba
 import numpy as np
 import pytest
 import torch
@@ -428,6 +429,7 @@ WIDE_CASES = [  # N, Cin, Hp, Wp (padded), (KH, KW), stride, dilation, groups: r
     (1, 4, 4, 41, (2, 3), (1, 1), (1, 2), 2),
     (2, 2, 6, 37, (3, 3), (2, 2), (1, 1), 1),
     (1, 3, 3, 70, (1, 2), (1, 3), (1, 2), 3),
+    (2, 8, 6, 13, (3, 3), (1, 1), (1, 1), 1),  # K = 72: several NR-wide blocks of rows, whole 8 x 8 tiles and a rest
 ]
 
 
@@ -488,6 +490,21 @@ def test_cpu_weight_grad_operand_holds_im2col(case, dtype):
                                               np.ascontiguousarray(want[s, g, :, k0:k0 + valid]).view(np.uint8))
                 tail = got[:, valid:]
                 assert not tail.any() and not np.signbit(tail).any()
+
+
+def test_cpu_weight_grad_operand_moves_float32_tiles_in_vectors():
+    """The float32 packer of the weight gradient's operand transposes 8 x 8
+    tiles of (row of im2col, pixel) in vectors (`_taps_transposed_f32`; the
+    scalar form moves the same values at about the cost of the product
+    itself); the float64 one has no such path."""
+    from softrep.cpu import conv as cpu_conv
+
+    taps = cpu_conv._taps(1, 4, 3, 3, 1, 1, 10, 10)
+    for dtype, tiled in ((np.float32, True), (np.float64, False)):
+        pack = numba.njit(error_model="numpy")(cpu_conv._pack_pixel_rows.py_func)  # compiled here, not cached
+        pack(np.empty(64 * 32, dtype), np.zeros(2 * 4 * 10 * 10, dtype), taps, 0, 36, 0, 32, 1, 4, 10, 10, 1, 1, 8, 8)
+        (ir,) = pack.inspect_llvm().values()
+        assert ("_taps_transposed_f32" in ir) == tiled, dtype
 
 
 @pytest.mark.simulator

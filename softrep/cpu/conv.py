@@ -19,9 +19,11 @@ import functools
 
 import numpy as np
 from numba import njit, prange, types
+from numba.extending import overload
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
 from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
+from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, kernel, on_one_thread
 from .workspace import scratch
 from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, equal_blocks, host_micro_kernel, packed_a, slp_vectorize,
@@ -232,13 +234,62 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     _finish_images(out, cpad, bias_rows, bool(has_bias))
 
 
+# Packing a sample's transposed im2col is a transpose: row k of the im2col
+# reads consecutive pixels of an output row from consecutive addresses (stride
+# 1), and the panel wants each pixel's NR values of k side by side.  For
+# float32, 8 rows of k and 8 pixels at a time go through `transpose_f32x8`
+# (8 vector loads, shuffles, 8 vector stores) instead of one scalar load per
+# element, which cost as much as the product's fmas.  Values are only moved.
+
+
+def _taps_transposed(dst, d0, ld, src, s0, offs, j_count, c_count):
+    """dst[d0 + c*ld + j] = src[s0 + offs[j] + c] for j < j_count - j_count % 8
+    and c < c_count - c_count % 8, and that number of c -- for float32 arrays
+    (1-D, C-contiguous); otherwise 0 (nothing done)."""
+
+
+def _taps_transposed_f32(dst, d0, ld, src, s0, offs, j_count, c_count):
+    c8 = c_count - c_count % LANES
+    for j in range(0, j_count - j_count % LANES, LANES):
+        o0, o1, o2, o3 = s0 + offs[j], s0 + offs[j + 1], s0 + offs[j + 2], s0 + offs[j + 3]
+        o4, o5, o6, o7 = s0 + offs[j + 4], s0 + offs[j + 5], s0 + offs[j + 6], s0 + offs[j + 7]
+        for c in range(0, c8, LANES):
+            v0, v1, v2, v3, v4, v5, v6, v7 = transpose_f32x8(
+                load_f32x8(src, o0 + c), load_f32x8(src, o1 + c), load_f32x8(src, o2 + c), load_f32x8(src, o3 + c),
+                load_f32x8(src, o4 + c), load_f32x8(src, o5 + c), load_f32x8(src, o6 + c), load_f32x8(src, o7 + c))
+            at = d0 + c * ld + j
+            store_f32x8(dst, at, v0)
+            store_f32x8(dst, at + ld, v1)
+            store_f32x8(dst, at + 2 * ld, v2)
+            store_f32x8(dst, at + 3 * ld, v3)
+            store_f32x8(dst, at + 4 * ld, v4)
+            store_f32x8(dst, at + 5 * ld, v5)
+            store_f32x8(dst, at + 6 * ld, v6)
+            store_f32x8(dst, at + 7 * ld, v7)
+    return c8
+
+
+def _taps_not_transposed(dst, d0, ld, src, s0, offs, j_count, c_count):
+    return c_count - c_count
+
+
+@overload(_taps_transposed)
+def _taps_transposed_impl(dst, d0, ld, src, s0, offs, j_count, c_count):
+    if all(isinstance(t, types.Array) and t.dtype == types.float32 and t.ndim == 1 and t.layout == "C"
+           for t in (dst, src)):
+        return _taps_transposed_f32
+    return _taps_not_transposed
+
+
 @njit(cache=True, error_model="numpy")
 def _pack_pixel_rows(buf, xflat, taps, g, kk, k0, nr, s, c_in, hp, wp, sh, sw, oh, ow):
     # buf[p*nr + j] = row k0 + j of group g's cols at column (s, p) -- the
     # value F.unfold puts at [s, g*K + k0 + j, p] -- and +0 for k0 + j >= K:
     # one NR-wide block of sample s's transposed im2col, rows contiguous, as
     # the weight gradient's micro-kernel reads its second operand.  The
-    # block's tap offsets (taps[g*K + k]) are read once per block.
+    # block's tap offsets (taps[g*K + k]) are read once per block.  With
+    # stride 1, whole 8 x 8 tiles of (k, pixel) are transposed in vectors
+    # (`_taps_transposed`), the rest moved one value at a time.
     valid = min(nr, kk - k0)
     offs = np.empty(nr, np.uint64)
     for j in range(valid):
@@ -246,13 +297,17 @@ def _pack_pixel_rows(buf, xflat, taps, g, kk, k0, nr, s, c_in, hp, wp, sh, sw, o
     unr = np.uint64(nr)
     uvalid = np.uint64(valid)
     usw = np.uint64(sw)
+    uow = np.uint64(ow)
+    tiled = uvalid - uvalid % np.uint64(LANES)
     row = np.uint64(0)
     for r in range(oh):
         # output row r of sample s starts at column_offset(s*OH*OW + r*OW)
         base = np.uint64(column_offset((s * oh + r) * ow, oh, ow, sh, sw, c_in, hp, wp))
-        for c in range(np.uint64(ow)):
+        done = np.uint64(_taps_transposed(buf, row, unr, xflat, base, offs, uvalid, uow)) if usw == np.uint64(1) \
+            else np.uint64(0)
+        for c in range(uow):
             src = base + c * usw
-            for j in range(uvalid):
+            for j in range(tiled if c < done else np.uint64(0), uvalid):
                 buf[row + j] = xflat[src + offs[j]]
             for j in range(uvalid, unr):
                 buf[row + j] = 0
