@@ -211,6 +211,28 @@ def test_padding_positions_are_fma_terms():
     assert torch.isnan(out).all() and bits(out)[0, 0, 0, 0] == 0x7FC00000
 
 
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_nan_outputs_are_canonical(with_bias):
+    """Input NaNs with other payloads (a quiet one with payload bits, a
+    negative one) reach every output whose window holds them as the
+    canonical NaN 0x7FC00000, with and without a bias, forward and input
+    gradient (the CPU's chain ends run in a pass of their own)."""
+    x = normal_tensor(11, (2, 3, 12, 12), torch.float32)
+    x.view(torch.int32)[0, 1, 4, 5] = 0x7FC12345
+    x.view(torch.int32)[1, 2, 7, 3] = -0x003FFFFF  # 0xFFC00001
+    w = normal_tensor(12, (5, 3, 3, 3), torch.float32)
+    b = normal_tensor(13, (5,), torch.float32) if with_bias else None
+    out = C.conv2d(x, w, b, padding=1)
+    nan_bits = out.detach().view(torch.int32)[torch.isnan(out)]  # raw bits (`bits` makes NaNs canonical)
+    assert nan_bits.numel() == 2 * 5 * 9 and (nan_bits == 0x7FC00000).all()
+    g = torch.zeros_like(out)
+    g.view(torch.int32)[0, 2, 6, 6] = 0x7FC54321
+    x.requires_grad_(True)
+    (gx,) = torch.autograd.grad(C.conv2d(x, w, b, padding=1), x, g)
+    nan_bits = gx.view(torch.int32)[torch.isnan(gx)]
+    assert nan_bits.numel() == 3 * 9 and (nan_bits == 0x7FC00000).all()
+
+
 def test_order_is_sequential_over_channels_then_kernel():
     """FPRev-style: +big and -big at two (c, kh, kw) positions, ones elsewhere;
     only the documented (c, kh, kw) chain from +0 gives the count of the

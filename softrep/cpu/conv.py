@@ -152,18 +152,21 @@ def _finish_images(out, cpad, bias_rows, has_bias):
     # product's columns (n, p) put back into the images' (N, Cout, OH*OW)
     # layout, so the output is an ordinary C-contiguous tensor.  One work
     # item per (sample, output channel): a contiguous run of P values.
+    # Unsigned indices into row views: a signed one costs a negative-index
+    # test per access, which keeps the loop from vectorising.
     n_img, c_out, pixels = out.shape
     groups, co_g = bias_rows.shape
     for t in prange(n_img * c_out):
         s, c = t // c_out, t % c_out
         g, i = c // co_g, c % co_g
-        col0 = s * pixels
+        dst, src = out[s, c], cpad[g, i, s * pixels:(s + 1) * pixels]
         if has_bias:
-            for p in range(pixels):
-                out[s, c, p] = finish_add(cpad[g, i, col0 + p], bias_rows[g, i])
+            b = bias_rows[g, i]
+            for p in range(np.uint64(pixels)):
+                dst[p] = finish_add(src[p], b)
         else:
-            for p in range(pixels):
-                out[s, c, p] = finish(cpad[g, i, col0 + p])
+            for p in range(np.uint64(pixels)):
+                dst[p] = finish(src[p])
 
 
 @kernel("conv.pad_images", *[(types.Array(t, 1, "C"), types.Array(t, 1, "C")) + (types.int64,) * 7
