@@ -199,8 +199,8 @@ def _input_grad_by_phases(g, w_t, x_shape, pads, stride, dilation, groups):
             (taps_h, step_h, lo_h, hi_h, fh, bh), (taps_w, step_w, lo_w, hi_w, fw, bw) = plan_h, plan_w
             v = w_t.index_select(2, torch.tensor(taps_h, device=w_t.device)).index_select(
                 3, torch.tensor(taps_w, device=w_t.device))
-            phases.append(Conv2dFunction.apply(g[:, :, lo_h:hi_h, lo_w:hi_w], v, None, (1, 1), ((fh, bh), (fw, bw)),
-                                               (step_h, step_w), groups))
+            phases.append(backend.call(Conv2dFunction, g[:, :, lo_h:hi_h, lo_w:hi_w], v, None, (1, 1),
+                                       ((fh, bh), (fw, bw)), (step_h, step_w), groups))
         phase_rows.append(torch.stack(phases, dim=-1).reshape(n, c_in, length_h, length_w * stride[1]))
     gx = torch.stack(phase_rows, dim=3).reshape(n, c_in, length_h * stride[0], length_w * stride[1])
     gx = gx[:, :, :height, :width]
@@ -276,14 +276,15 @@ class Conv2dFunction(backend.Function):
                     # this frame reads the g (or frame zero) that output
                     # pads_before + i of the full frame reads, tap for tap,
                     # so each kept chain has the same terms in the same order
-                    gx = Conv2dFunction.apply(g, w_t, None, (1, 1), frame, dilation, groups)
+                    gx = backend.call(Conv2dFunction, g, w_t, None, (1, 1), frame, dilation, groups)
                 else:
-                    gxpad = Conv2dFunction.apply(g, w_t, None, (1, 1), ((zh, zh), (zw, zw)), dilation, groups)
+                    gxpad = backend.call(Conv2dFunction, g, w_t, None, (1, 1), ((zh, zh), (zw, zw)), dilation, groups)
             else:
                 gx = _input_grad_by_phases(g, w_t, x_shape, pads, stride, dilation, groups)
                 if gx is None:
                     gz_framed = _spread(g, stride, (zh, zw), (zh + hp, zw + wp))
-                    gxpad = Conv2dFunction.apply(gz_framed, w_t, None, (1, 1), ((0, 0), (0, 0)), dilation, groups)
+                    gxpad = backend.call(Conv2dFunction, gz_framed, w_t, None, (1, 1), ((0, 0), (0, 0)), dilation,
+                                         groups)
             if gx is None:
                 gx = gxpad[:, :, pads[0][0]:pads[0][0] + x_shape[2], pads[1][0]:pads[1][0] + x_shape[3]]
         if ctx.needs_input_grad[1]:
@@ -371,10 +372,10 @@ def _conv(fn, dims, input, weight, bias, stride, padding, dilation, groups, padd
             raise ValueError(f"softrep.{fn}: the padded input ({size} along spatial dim {d}) is smaller than the "
                              f"dilated kernel ({dilation[d] * (kernel[d] - 1) + 1}); argument 'input' is too small")
     if dims == 1:  # a 1-D convolution is a 2-D one over a height of 1, same order
-        out = Conv2dFunction.apply(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride, ((0, 0),) + pads,
-                            (1,) + dilation, int(groups)).squeeze(2)
+        out = backend.call(Conv2dFunction, x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
+                           ((0, 0),) + pads, (1,) + dilation, int(groups)).squeeze(2)
     else:
-        out = Conv2dFunction.apply(x, weight, bias, stride, pads, dilation, int(groups))
+        out = backend.call(Conv2dFunction, x, weight, bias, stride, pads, dilation, int(groups))
     return out.squeeze(0) if unbatched else out
 
 
