@@ -791,6 +791,9 @@ def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # block moves bits, where a larger wide value can absorb it
     y = torch.from_numpy(np.random.default_rng(m * n).standard_normal((m, n)).astype(np.float32))
     assert_bits_equal(softrep.sum(y, 1), ref_reduce(y.numpy(), (1,), ref_sum_row))
+    # the sums of centred squares (var) take the same path, their terms
+    # written to scratch first: two groups at a time, then a last one alone
+    assert_bits_equal(softrep.var(y, 1), ref_reduce(y.numpy(), (1,), ref_var_row))
     x3 = x.reshape(1, m, n).expand(2, m, n).contiguous()
     assert_bits_equal(softrep.sum(x3, -1), ref_reduce(x3.numpy(), (2,), ref_sum_row))
 
@@ -808,6 +811,9 @@ def test_short_rows_side_by_side_give_the_canonical_nan(monkeypatch, n):
     x[9, 0], x[9, 5] = float("inf"), float("-inf")  # inf - inf inside the chain
     got = softrep.sum(x, 1)
     assert_bits_equal(got, ref_reduce(x.numpy(), (1,), ref_sum_row))
+    assert [int(got.view(torch.int32)[i]) for i in (1, 6, 9)] == [0x7FC00000] * 3
+    got = softrep.var(x, 1)
+    assert_bits_equal(got, ref_reduce(x.numpy(), (1,), ref_var_row))
     assert [int(got.view(torch.int32)[i]) for i in (1, 6, 9)] == [0x7FC00000] * 3
 
 

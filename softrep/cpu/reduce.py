@@ -58,7 +58,7 @@ from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, divided_sum_from_partials,
                                     eight_short_row_sums, extend_values_f32x8, extreme_scan, extreme_value, improves,
                                     key_value, narrow_key, order_key, row_partials, sum_from_partials,
-                                    sums_from_partials_f32x8, widen_key)
+                                    sums_from_partials_f32x8, term_centered_square, widen_key)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, address_as_pointer, kernel, prefer_host_vectors
@@ -396,6 +396,36 @@ def _short_rows_f32(out, lanes, flat, n):
         eight_rows_f32(out, lanes[w], flat, n, first, min(first + SUM_GROUPS_PER_ITEM, groups))
 
 
+@kernel("reduce.centered_squares.short_rows", (_OUT32, _C32_2D, _C32, _C32, types.int64))
+@njit(parallel=True, cache=True)
+def _short_rows_centered_f32(out, lanes, flat, center, n):
+    # `_short_rows_f32` for the sums of mul(d, d), d = sub(x, center[row]):
+    # two groups of 8 rows at a time, their terms written to scratch row by
+    # row, then summed as values (`eight_rows_f32_into`; a block's partial
+    # begins with its first term, as CENTERED_SQUARES.begin does).
+    groups = out.shape[0] // LANES
+    for w in prange(lanes.shape[0]):
+        first = w * SUM_GROUPS_PER_ITEM
+        _centered_groups(out, lanes[w], flat, center, n, first, min(first + SUM_GROUPS_PER_ITEM, groups))
+
+
+@kernel("reduce.centered_squares.groups", (_OUT32, _C32, _C32, _C32, types.int64, types.int64, types.int64))
+@njit(cache=True)
+def _centered_groups(out, lanes, flat, center, n, g0, g1):
+    lanes2, local = eight_rows_scratch(n)
+    terms = np.empty(2 * LANES * n, dtype=np.float32)
+    width = np.uint64(n)
+    for g in range(g0, g1, 2):
+        ge = min(g + 2, g1)
+        i0 = g * LANES
+        for r in range((ge - g) * LANES):
+            c = center[i0 + r]
+            row, at = np.uint64(i0 + r) * width, np.uint64(r) * width
+            for k in range(width):
+                terms[at + k] = term_centered_square(flat[row + k], c)
+        eight_rows_f32_into(out[i0:i0 + (ge - g) * LANES], lanes, lanes2, local, terms, n, 0, ge - g)
+
+
 def _short_rows(x):
     M, n = x.shape
     return (x.dtype == np.float32 and M >= LANES and 0 < n <= SHORT_ROW_MAX and n % LANES == 0
@@ -606,10 +636,14 @@ def blocked_sum(sums):
             out[:] = 0
             return
         nb = (n + BLOCK - 1) // BLOCK
-        if plain_values and _short_rows(x):
+        if _short_rows(x):
             groups = M // LANES
             items = (groups + SUM_GROUPS_PER_ITEM - 1) // SUM_GROUPS_PER_ITEM
-            _short_rows_f32(out, np.empty((items, nb * LANES), dtype=x.dtype), x.reshape(-1), n)
+            lanes = np.empty((items, nb * LANES), dtype=x.dtype)
+            if plain_values:
+                _short_rows_f32(out, lanes, x.reshape(-1), n)
+            else:
+                _short_rows_centered_f32(out, lanes, x.reshape(-1), np.ascontiguousarray(center), n)
             rest = groups * LANES
             if rest < M:
                 P = np.empty((M - rest, nb), dtype=x.dtype)
