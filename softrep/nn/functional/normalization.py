@@ -476,17 +476,35 @@ class _BatchNormAffine(backend.Function):
         fn, c_count = "batch_norm", x.shape[1]
         w = _or_filled(weight, c_count, 1.0, x)
         sums = channels.batch_norm_grad_sums(gy, xhat, w)
+        # sums[..., j]: per sample and channel, j = 0 .. 3 as listed there
+        if batchtree.current() is None:
+            # The whole batch: a statistic and a parameter's gradient are both
+            # the root of the batch tree, which adds element by element over
+            # the samples, so the four trees take one launch.
+            roots = batchtree.tree_sum(sums.reshape(sums.shape[0], -1)).reshape(c_count, 4).t().contiguous()
+
+            def statistic(j):
+                return roots[j]
+
+            def gradient(name, param, j):
+                return roots[j]
+        else:
+            def statistic(j):
+                return batchtree.batch_statistic(fn, sums[..., j].contiguous())
+
+            def gradient(name, param, j):
+                return batchtree.param_grad("normalization", name, param, sums[..., j].contiguous())
         gx = gw = gb = None
         if need_x:
             view = _channel_view(x)
             count = float(batchtree.batch_count(fn, x) // c_count)
-            c = E.div(batchtree.batch_statistic(fn, sums[..., 3].contiguous()), count).reshape(view)
-            mg = E.div(batchtree.batch_statistic(fn, sums[..., 2].contiguous()), count).reshape(view)
+            c = E.div(statistic(3), count).reshape(view)
+            mg = E.div(statistic(2), count).reshape(view)
             gx = channels.normalize_grad(gy, xhat, mg, c, s, w)
         if need_w:
-            gw = batchtree.param_grad("normalization", "weight", ctx.weight, sums[..., 1].contiguous())
+            gw = gradient("weight", ctx.weight, 1)
         if need_b:
-            gb = batchtree.param_grad("normalization", "bias", ctx.bias, sums[..., 0].contiguous())
+            gb = gradient("bias", ctx.bias, 0)
         return gx, gw, gb, None
 
 
