@@ -452,6 +452,7 @@ WIDE_CASES = [  # N, Cin, Hp, Wp (padded), (KH, KW), stride, dilation, groups: r
     (2, 2, 6, 37, (3, 3), (2, 2), (1, 1), 1),
     (1, 3, 3, 70, (1, 2), (1, 3), (1, 2), 3),
     (2, 8, 6, 13, (3, 3), (1, 1), (1, 1), 1),  # K = 72: several NR-wide blocks of rows, whole 8 x 8 tiles and a rest
+    (1, 8, 3, 15, (1, 1), (1, 2), (1, 1), 1),  # stride 2: the last row's tile would read one element past the input
 ]
 
 
@@ -512,6 +513,22 @@ def test_cpu_weight_grad_operand_holds_im2col(case, dtype):
                                               np.ascontiguousarray(want[s, g, :, k0:k0 + valid]).view(np.uint8))
                 tail = got[:, valid:]
                 assert not tail.any() and not np.signbit(tail).any()
+
+
+def test_cpu_weight_grad_tiles_at_stride_2_stay_inside_the_input():
+    """At stride 2 a tile's vector loads cover 16 elements for 8 pixels, one
+    past the last: the packer takes no tile whose loads would end past the
+    input (the Python semantics of the loads raise where they would)."""
+    from softrep.cpu import conv as cpu_conv
+
+    src = np.arange(8 * 3 * 15, dtype=np.float32)  # 8 planes of 3 x 15
+    offs = np.arange(8, dtype=np.uint64) * np.uint64(45)
+    for s0, tiled in ((0, 8), (30, 0)):  # the planes' first rows; their last rows, whose tile would read src[360]
+        dst = np.full(8 * 8, np.nan, np.float32)
+        assert cpu_conv._taps_transposed_f32(dst, 0, 8, src, s0, offs, 8, 8, 2) == tiled
+        if tiled:
+            want = src[s0 + offs.astype(np.int64)[None, :] + 2 * np.arange(8)[:, None]]
+            np.testing.assert_array_equal(dst.reshape(8, 8), want)
 
 
 def test_cpu_weight_grad_operand_moves_float32_tiles_in_vectors():

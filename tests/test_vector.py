@@ -183,3 +183,18 @@ def test_python_semantics_reject_bad_arguments():
         V.load_f32x8(np.zeros(10, dtype=F32), 3)
     with pytest.raises(IndexError, match="argument 'j'"):
         V.lane_f32x8(v, 8)
+
+
+@numba.njit
+def _even_lanes(a, out):
+    V.store_f32x8(out, 0, V.even_lanes_f32x8(V.load_f32x8(a, 0), V.load_f32x8(a, LANES)))
+
+
+def test_even_lanes_move_bits_unchanged():
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**32, 2 * LANES, dtype=np.uint64).astype(np.uint32).view(F32)  # NaN payloads included
+    out = np.zeros(LANES, dtype=F32)
+    _even_lanes(a, out)
+    np.testing.assert_array_equal(out.view(np.uint32), a[::2].view(np.uint32))
+    python = V.even_lanes_f32x8(a[:LANES].copy(), a[LANES:].copy())
+    np.testing.assert_array_equal(python.view(np.uint32), a[::2].view(np.uint32))

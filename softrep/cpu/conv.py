@@ -19,11 +19,11 @@ import functools
 
 import numpy as np
 from numba import njit, prange, types
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from ..algorithms.convolution import column_offset, output_size, tap_offset
 from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, tree_finish, tree_slot, tree_slots
-from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
+from ..primitives.vector import LANES, even_lanes_f32x8, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, kernel, on_one_thread
 from .workspace import scratch
 from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, equal_blocks, host_micro_kernel, packed_a, slp_vectorize,
@@ -238,46 +238,75 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
 
 
 # Packing a sample's transposed im2col is a transpose: row k of the im2col
-# reads consecutive pixels of an output row from consecutive addresses (stride
-# 1), and the panel wants each pixel's NR values of k side by side.  For
-# float32, 8 rows of k and 8 pixels at a time go through `transpose_f32x8`
-# (8 vector loads, shuffles, 8 vector stores) instead of one scalar load per
-# element, which cost as much as the product's fmas.  Values are only moved.
+# reads the pixels of an output row at a constant stride (the convolution's
+# stride) in the padded input, and the panel wants each pixel's NR values of
+# k side by side.  For float32 at stride 1 or 2, 8 rows of k and 8 pixels at
+# a time go through `transpose_f32x8` (8 vector loads -- at stride 2 16
+# elements each, of which `even_lanes_f32x8` keeps every other one --
+# shuffles, 8 vector stores) instead of one scalar load per element, which
+# cost as much as the product's fmas.  Values are only moved.
 
 
-def _taps_transposed(dst, d0, ld, src, s0, offs, j_count, c_count):
-    """dst[d0 + c*ld + j] = src[s0 + offs[j] + c] for j < j_count - j_count % 8
-    and c < c_count - c_count % 8, and that number of c -- for float32 arrays
-    (1-D, C-contiguous); otherwise 0 (nothing done)."""
+def _taps_transposed(dst, d0, ld, src, s0, offs, j_count, c_count, stride):
+    """dst[d0 + c*ld + j] = src[s0 + offs[j] + c*stride] for j < j_count -
+    j_count % 8 and c < the number returned, a multiple of 8 at most c_count
+    -- for float32 arrays (1-D, C-contiguous) and stride 1 or 2; otherwise 0
+    (nothing done)."""
 
 
-def _taps_transposed_f32(dst, d0, ld, src, s0, offs, j_count, c_count):
-    c8 = c_count - c_count % LANES
-    for j in range(0, j_count - j_count % LANES, LANES):
+@register_jitable(inline="always")
+def _pixels_f32x8(src, at, stride):
+    # src[at], src[at + stride], ..., src[at + 7 stride] for stride 1 or 2
+    if stride == np.uint64(1):
+        return load_f32x8(src, at)
+    return even_lanes_f32x8(load_f32x8(src, at), load_f32x8(src, at + np.uint64(LANES)))
+
+
+def _taps_transposed_f32(dst, d0, ld, src, s0, offs, j_count, c_count, stride):
+    # unsigned throughout (the caller's indices are; a mix with signed ones
+    # would be computed in float64)
+    one, eight = np.uint64(1), np.uint64(LANES)
+    d0, ld, s0, stride = np.uint64(d0), np.uint64(ld), np.uint64(s0), np.uint64(stride)
+    j8 = np.uint64(j_count) - np.uint64(j_count) % eight
+    c8 = np.uint64(c_count) - np.uint64(c_count) % eight
+    if stride != one and stride != np.uint64(2):
+        return np.uint64(0)
+    if stride != one and j8 > 0:
+        # a tile at stride 2 reads one element past its last pixel, which
+        # must still lie in src
+        top = offs[0]
+        for j in range(one, j8):
+            top = max(top, offs[j])
+        while c8 > 0 and s0 + top + np.uint64(2) * c8 - one >= np.uint64(src.size):
+            c8 -= eight
+    for j in range(np.uint64(0), j8, eight):
         o0, o1, o2, o3 = s0 + offs[j], s0 + offs[j + 1], s0 + offs[j + 2], s0 + offs[j + 3]
         o4, o5, o6, o7 = s0 + offs[j + 4], s0 + offs[j + 5], s0 + offs[j + 6], s0 + offs[j + 7]
-        for c in range(0, c8, LANES):
+        for c in range(np.uint64(0), c8, eight):
+            at = c * stride
             v0, v1, v2, v3, v4, v5, v6, v7 = transpose_f32x8(
-                load_f32x8(src, o0 + c), load_f32x8(src, o1 + c), load_f32x8(src, o2 + c), load_f32x8(src, o3 + c),
-                load_f32x8(src, o4 + c), load_f32x8(src, o5 + c), load_f32x8(src, o6 + c), load_f32x8(src, o7 + c))
-            at = d0 + c * ld + j
-            store_f32x8(dst, at, v0)
-            store_f32x8(dst, at + ld, v1)
-            store_f32x8(dst, at + 2 * ld, v2)
-            store_f32x8(dst, at + 3 * ld, v3)
-            store_f32x8(dst, at + 4 * ld, v4)
-            store_f32x8(dst, at + 5 * ld, v5)
-            store_f32x8(dst, at + 6 * ld, v6)
-            store_f32x8(dst, at + 7 * ld, v7)
+                _pixels_f32x8(src, o0 + at, stride), _pixels_f32x8(src, o1 + at, stride),
+                _pixels_f32x8(src, o2 + at, stride), _pixels_f32x8(src, o3 + at, stride),
+                _pixels_f32x8(src, o4 + at, stride), _pixels_f32x8(src, o5 + at, stride),
+                _pixels_f32x8(src, o6 + at, stride), _pixels_f32x8(src, o7 + at, stride))
+            row = d0 + c * ld + j
+            store_f32x8(dst, row, v0)
+            store_f32x8(dst, row + ld, v1)
+            store_f32x8(dst, row + np.uint64(2) * ld, v2)
+            store_f32x8(dst, row + np.uint64(3) * ld, v3)
+            store_f32x8(dst, row + np.uint64(4) * ld, v4)
+            store_f32x8(dst, row + np.uint64(5) * ld, v5)
+            store_f32x8(dst, row + np.uint64(6) * ld, v6)
+            store_f32x8(dst, row + np.uint64(7) * ld, v7)
     return c8
 
 
-def _taps_not_transposed(dst, d0, ld, src, s0, offs, j_count, c_count):
-    return c_count - c_count
+def _taps_not_transposed(dst, d0, ld, src, s0, offs, j_count, c_count, stride):
+    return np.uint64(0)
 
 
 @overload(_taps_transposed)
-def _taps_transposed_impl(dst, d0, ld, src, s0, offs, j_count, c_count):
+def _taps_transposed_impl(dst, d0, ld, src, s0, offs, j_count, c_count, stride):
     if all(isinstance(t, types.Array) and t.dtype == types.float32 and t.ndim == 1 and t.layout == "C"
            for t in (dst, src)):
         return _taps_transposed_f32
@@ -291,8 +320,8 @@ def _pack_pixel_rows(buf, xflat, taps, g, kk, k0, nr, s, c_in, hp, wp, sh, sw, o
     # one NR-wide block of sample s's transposed im2col, rows contiguous, as
     # the weight gradient's micro-kernel reads its second operand.  The
     # block's tap offsets (taps[g*K + k]) are read once per block.  With
-    # stride 1, whole 8 x 8 tiles of (k, pixel) are transposed in vectors
-    # (`_taps_transposed`), the rest moved one value at a time.
+    # stride 1 or 2, whole 8 x 8 tiles of (k, pixel) are transposed in
+    # vectors (`_taps_transposed`), the rest moved one value at a time.
     valid = min(nr, kk - k0)
     offs = np.empty(nr, np.uint64)
     for j in range(valid):
@@ -306,8 +335,7 @@ def _pack_pixel_rows(buf, xflat, taps, g, kk, k0, nr, s, c_in, hp, wp, sh, sw, o
     for r in range(oh):
         # output row r of sample s starts at column_offset(s*OH*OW + r*OW)
         base = np.uint64(column_offset((s * oh + r) * ow, oh, ow, sh, sw, c_in, hp, wp))
-        done = np.uint64(_taps_transposed(buf, row, unr, xflat, base, offs, uvalid, uow)) if usw == np.uint64(1) \
-            else np.uint64(0)
+        done = np.uint64(_taps_transposed(buf, row, unr, xflat, base, offs, uvalid, uow, usw))
         for c in range(uow):
             src = base + c * usw
             for j in range(tiled if c < done else np.uint64(0), uvalid):

@@ -16,6 +16,9 @@ and an 8-element numpy float32 array in Python.  Its operations:
   nothing.
 * `lane_f32x8(v, j)`: lane j of v as a float32 scalar (0 <= j < 8, not
   checked in a kernel).
+* `even_lanes_f32x8(a, b)`: lanes 0, 2, 4, 6 of a, then of b -- the 8
+  elements at stride 2 of the 16 that a and b hold -- by one shuffle; moves
+  bits, computes nothing.
 
 The vectors exist for CPU kernels only (CUDA kernels compute one value per
 thread).  Like the scalar primitives in `softrep.primitives.rounding`, every
@@ -108,6 +111,13 @@ def transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7):
     return tuple(tile[:, k].copy() for k in range(LANES))
 
 
+def even_lanes_f32x8(a, b):
+    """[a[0], a[2], a[4], a[6], b[0], b[2], b[4], b[6]]."""
+    _check_vector("even_lanes_f32x8", a)
+    _check_vector("even_lanes_f32x8", b)
+    return np.concatenate([a[::2], b[::2]])
+
+
 def lane_f32x8(v, j):
     """Lane j of v, a float32 scalar."""
     _check_vector("lane_f32x8", v)
@@ -188,6 +198,17 @@ def _transpose_f32x8(typingctx, r0, r1, r2, r3, r4, r5, r6, r7):
 
 
 @intrinsic
+def _even_lanes_f32x8(typingctx, a, b):
+    if a != float32x8 or b != float32x8:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return _shuffle(builder, args[0], args[1], [0, 2, 4, 6, 8, 10, 12, 14])
+
+    return float32x8(a, b), codegen
+
+
+@intrinsic
 def _lane_f32x8(typingctx, v, j):
     if v != float32x8 or not isinstance(j, types.Integer):
         return None
@@ -221,6 +242,12 @@ def _ov_store_f32x8(a, i, v):
 def _ov_transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7):
     if all(r == float32x8 for r in (r0, r1, r2, r3, r4, r5, r6, r7)):
         return lambda r0, r1, r2, r3, r4, r5, r6, r7: _transpose_f32x8(r0, r1, r2, r3, r4, r5, r6, r7)
+
+
+@overload(even_lanes_f32x8, target="cpu")
+def _ov_even_lanes_f32x8(a, b):
+    if a == float32x8 and b == float32x8:
+        return lambda a, b: _even_lanes_f32x8(a, b)
 
 
 @overload(lane_f32x8, target="cpu")
