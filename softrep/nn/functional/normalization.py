@@ -476,7 +476,7 @@ class _BatchNormAffine(backend.Function):
         fn, c_count = "batch_norm", x.shape[1]
         w = _or_filled(weight, c_count, 1.0, x)
         sums = channels.batch_norm_grad_sums(gy, xhat, w)
-        # sums[..., j]: per sample and channel, j = 0 .. 3 as listed there
+        # sums[n, c, j], j = 0 .. 3: the sums of gy, mul(gy, xhat), gxhat and mul(gxhat, xhat)
         if batchtree.current() is None:
             # The whole batch: a statistic and a parameter's gradient are both
             # the root of the batch tree, which adds element by element over
