@@ -1,12 +1,18 @@
 """Test configuration.
 
 Tests marked `simulator` exercise the CUDA kernels in Numba's simulator.  They
-run in a child pytest process (tests/test_simulator.py starts it) with
-NUMBA_ENABLE_CUDASIM=1, because that variable must be set before numba.cuda is
-imported.  In the parent process they are skipped; in the child only they run.
+run in a child pytest process with NUMBA_ENABLE_CUDASIM=1, because that
+variable must be set before numba.cuda is imported.  In the parent process
+they are skipped; in the child only they run.  The child starts as soon as
+collection has selected its launcher (tests/test_simulator.py), so that it
+runs on a second core while the parent runs the other tests; the launcher
+waits for it and reports its result.
 """
 
 import os
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
@@ -18,6 +24,9 @@ REAL_GPU = os.environ.get("SOFTREP_TEST_DEVICE") == "cuda"
 
 # the child process's closing line, for the parent's summary (tests/test_simulator.py)
 SIMULATOR_SUMMARY = []
+# the running child: {"process": Popen, "output": its stdout and stderr (a temporary file)}
+SIMULATOR_CHILD = {}
+SIMULATOR_LAUNCHER = "test_simulator.py::test_simulator_suite"
 SKIP_PARENT_REASON = "runs in the simulator child process (tests/test_simulator.py)"
 
 
@@ -31,6 +40,36 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(
         f"{len(skipped)} of the skipped tests are CUDA-simulator tests: they run in a child pytest process "
         f"(tests/test_simulator.py), which reported: {child}")
+
+
+def start_simulator_child():
+    """Start the child pytest process of the `simulator` tests (once)."""
+    if SIMULATOR_CHILD:
+        return SIMULATOR_CHILD
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", SOFTREP_BACKEND="cuda")
+    here = os.path.dirname(os.path.abspath(__file__))
+    output = tempfile.TemporaryFile(mode="w+")  # a pipe could fill up and stall the child
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-m", "simulator", "-p", "no:cacheprovider", here],
+        env=env, stdout=output, stderr=subprocess.STDOUT, text=True, cwd=os.path.dirname(here))
+    SIMULATOR_CHILD.update(process=process, output=output)
+    return SIMULATOR_CHILD
+
+
+def pytest_collection_finish(session):
+    """Start the simulator child now if this run will wait for it."""
+    if SIMULATOR or REAL_GPU or session.config.option.collectonly:
+        return
+    if any(item.nodeid.endswith(SIMULATOR_LAUNCHER) for item in session.items):
+        start_simulator_child()
+
+
+def pytest_sessionfinish(session):
+    """A run stopped early (-x, ^C) does not leave the child running."""
+    process = SIMULATOR_CHILD.get("process")
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def pytest_collection_modifyitems(config, items):
