@@ -39,7 +39,7 @@ def pytest_terminal_summary(terminalreporter):
     child = SIMULATOR_SUMMARY[-1] if SIMULATOR_SUMMARY else "not run in this selection"
     terminalreporter.write_line(
         f"{len(skipped)} of the skipped tests are CUDA-simulator tests: they run in a child pytest process "
-        f"(tests/test_simulator.py), which reported: {child}")
+        f"beside the others (tests/test_simulator.py waits for it), which reported: {child}")
 
 
 def start_simulator_child():
