@@ -155,9 +155,10 @@ def broadcast_second(f):
 # --------------------------------------------------------------------------- the light path
 
 # Up to this many elements an elementwise launch runs on the calling thread
-# (`run.serial`): waking Numba's pool costs ~3 us on a quiet machine and
-# milliseconds on a loaded one (the workers wait passively and must be
-# scheduled), while 2^15 float32 additions take ~5 us on one core.  Which
+# (`run.serial`): waking Numba's pool costs ~2-3 us on a quiet machine while
+# its workers spin, tens of microseconds when they wait passively
+# (softrep/cpu/__init__.py) and milliseconds on a loaded machine, while 2^15
+# float32 additions take ~5 us on one core.  Which
 # thread computes an element never changes its bits.
 SERIAL_MAX = 1 << 15
 
