@@ -157,6 +157,12 @@ def test_max_pool2d_matches_torch():
         a, ia = max_pool2d(x, return_indices=True, **kw)
         b, ib = F.max_pool2d(x, return_indices=True, **kw)
         assert torch.equal(a, b) and torch.equal(ia, ib)
+    # many small planes: the CPU launcher's work items hold runs of planes
+    # (cpu/pooling.py WINDOWS_PER_ITEM), the last one shorter
+    many = normal_tensor(4, (3, 50, 4, 4))
+    a, ia = max_pool2d(many, 2, return_indices=True)
+    b, ib = F.max_pool2d(many, 2, return_indices=True)
+    assert torch.equal(a, b) and torch.equal(ia, ib)
 
 
 def avg_windows(H, W, k, s, p, ceil, count_include_pad, override):

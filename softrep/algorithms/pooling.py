@@ -22,25 +22,26 @@ _BELOW_ALL = np.int64(-(2**63))
 
 
 @jitable
-def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
-    """ih * W + iw of the winner of the window starting at (ih0, iw0) of
-    `plane` (H, W), or -1 if no position of the window lies inside the plane
-    (torch's output sizes rule that out).  Inlined: a call per window costs
-    more than the window's own comparisons."""
+def window_argmax(x, base, H, W, ih0, iw0, KH, KW, dh, dw):
+    """ih * W + iw of the winner of the window starting at (ih0, iw0) of the
+    H x W plane whose element (ih, iw) is x[base + ih * W + iw] (x flat, base
+    unsigned), or -1 if no position of the window lies inside the plane
+    (torch's output sizes rule that out).  Flat storage: a plane view per
+    call, or a 2-D index, costs more than the window's own comparisons.
+    Inlined: so does a call per window."""
     inline_into_callers()
-    H, W = plane.shape
     best = np.int64(-1)
     best_key = _BELOW_ALL
     if ih0 >= 0 and iw0 >= 0 and ih0 + (KH - 1) * dh < H and iw0 + (KW - 1) * dw < W:
         # the whole window inside the plane (no padding reached): the same
         # candidates in the same order, without a bounds test per position
         for kh in range(KH):
-            ih = ih0 + kh * dh
+            row = (ih0 + kh * dh) * W + iw0
             for kw in range(KW):
-                iw = iw0 + kw * dw
-                key = order_key(plane[np.uint64(ih), np.uint64(iw)], True)
+                at = row + kw * dw
+                key = order_key(x[base + np.uint64(at)], True)
                 if key > best_key:
-                    best = np.int64(ih * W + iw)
+                    best = np.int64(at)
                     best_key = key
         return best
     for kh in range(KH):
@@ -49,9 +50,10 @@ def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
             for kw in range(KW):
                 iw = iw0 + kw * dw
                 if iw >= 0 and iw < W:
-                    # unsigned indices: both are checked nonnegative, and a
-                    # signed index gets negative-wraparound code on every read
-                    key = order_key(plane[np.uint64(ih), np.uint64(iw)], True)
+                    # unsigned offsets: both indices are checked nonnegative,
+                    # and a signed index gets negative-wraparound code on
+                    # every read
+                    key = order_key(x[base + np.uint64(ih * W + iw)], True)
                     if key > best_key:
                         best = np.int64(ih * W + iw)
                         best_key = key
@@ -59,11 +61,9 @@ def window_argmax(plane, ih0, iw0, KH, KW, dh, dw):
 
 
 @jitable
-def winner_value(plane, index):
-    """The element ih * W + iw = `index` of `plane` (H, W), copied (any NaN
-    canonical): the value of the window whose winner it is."""
+def winner_value(x, base, index):
+    """The element of in-plane index `index` of the plane at x[base:] (as in
+    `window_argmax`), copied (any NaN canonical): the value of the window
+    whose winner it is."""
     inline_into_callers()
-    # unsigned: the index is nonnegative, and a signed division rounds to -inf
-    # with a correction step
-    at, W = np.uint64(index), np.uint64(plane.shape[1])
-    return canonical(plane[at // W, at % W])
+    return canonical(x[base + np.uint64(index)])

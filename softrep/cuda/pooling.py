@@ -7,6 +7,7 @@ grid changes no result.
 
 import functools
 
+import numpy as np
 from numba import cuda, types
 
 from ..algorithms.pooling import window_argmax, winner_value
@@ -17,15 +18,16 @@ THREADS = 32 if SIMULATOR else 128
 
 @functools.lru_cache(maxsize=None)
 def _max_windows_kernel():
-    def kernel(out, idx, x, KH, KW, sh, sw, ph, pw, dh, dw):
+    def kernel(out, idx, x, P, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw):
+        # out, idx, x flat (the planes' C-contiguous storage)
         i = cuda.grid(1)
-        P, OH, OW = idx.shape
         if i < P * OH * OW:
             p, rest = i // (OH * OW), i % (OH * OW)
             oh, ow = rest // OW, rest % OW
-            best = window_argmax(x[p], oh * sh - ph, ow * sw - pw, KH, KW, dh, dw)
-            idx[p, oh, ow] = best
-            out[p, oh, ow] = winner_value(x[p], best)
+            base = np.uint64(p) * np.uint64(H * W)
+            best = window_argmax(x, base, H, W, oh * sh - ph, ow * sw - pw, KH, KW, dh, dw)
+            idx[i] = best
+            out[i] = winner_value(x, base, best)
 
     return cuda.jit(cache=not SIMULATOR)(kernel), kernel
 
@@ -34,8 +36,10 @@ def max_windows(stream, out, idx, x, KH, KW, sh, sw, ph, pw, dh, dw):
     """Same contract as softrep.cpu.pooling.max_windows."""
     n = idx.size
     if n:
+        P, H, W = x.shape
+        OH, OW = idx.shape[1], idx.shape[2]
         _max_windows_kernel()[0][(n + THREADS - 1) // THREADS, THREADS, stream](
-            out, idx, x, KH, KW, sh, sw, ph, pw, dh, dw)
+            out.reshape(n), idx.reshape(n), x.reshape(x.size), P, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw)
 
 
 def _register_audit():
@@ -43,8 +47,8 @@ def _register_audit():
 
     for dtype_name in ("float32", "float64"):
         dtype = getattr(types, dtype_name)
-        signature = (types.Array(dtype, 3, "C"), types.Array(types.int64, 3, "C"), types.Array(dtype, 3, "C")) \
-            + (types.int64,) * 8
+        signature = (types.Array(dtype, 1, "C"), types.Array(types.int64, 1, "C"), types.Array(dtype, 1, "C")) \
+            + (types.int64,) * 13
         audit.register(f"pooling.max_windows.{dtype_name}", lambda s=signature: (_max_windows_kernel()[1], s))
 
 
