@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from softrep.ops import conv as C
 from golden import check, normal_tensor
-from references import batch_tree
+from references import batch_tree, documented_sum, identical_bits
 
 DTYPES = (torch.float32, torch.float64)
 GOLDEN = "conv.json"
@@ -209,6 +209,30 @@ def test_padding_positions_are_fma_terms():
     assert out.item() == 1.0
     out = C.conv2d(x, w, padding=(0, 1))
     assert torch.isnan(out).all() and bits(out)[0, 0, 0, 0] == 0x7FC00000
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pixels", [(12, 12), (3, 5)])
+def test_bias_gradient_order(dtype, pixels):
+    """grad_bias[c]: per sample the documented sum of g[n, c] over (oh, ow) --
+    144 pixels are two blocks -- then the batch tree over 5 samples (odd at
+    two levels); a NaN with a payload comes out canonical, an inf and -0
+    take part as terms."""
+    h, w = pixels
+    x = normal_tensor(21, (5, 2, h, w), dtype)
+    wt = normal_tensor(22, (3, 2, 1, 1), dtype)
+    b = normal_tensor(23, (3,), dtype).requires_grad_()
+    out = C.conv2d(x, wt, b)
+    rng = np.random.default_rng(24)
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    g = (rng.standard_normal(out.shape) * np.exp2(rng.integers(-30, 30, out.shape))).astype(np_dtype)
+    g[1, 0, 0, 1] = np.array(0x7FC01234 if dtype == torch.float32 else 0x7FF8000000001234,
+                             np.uint32 if dtype == torch.float32 else np.uint64).view(np_dtype)
+    g[2, 1, 1, 0], g[3, 1, 0, 0] = np.inf, -0.0
+    (gb,) = torch.autograd.grad(out, b, torch.from_numpy(g))
+    for c in range(3):
+        want = batch_tree([documented_sum(list(g[s, c].reshape(-1))) for s in range(5)])
+        assert identical_bits(gb[c].numpy(), want), (c, gb[c].item(), want)
 
 
 @pytest.mark.parametrize("with_bias", [False, True])

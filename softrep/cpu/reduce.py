@@ -56,9 +56,9 @@ from numba.np.arrayobj import populate_array
 
 from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, divided_sum_from_partials,
-                                    eight_short_row_sums, extend_values_f32x8, extreme_scan, extreme_value, improves,
-                                    key_value, narrow_key, order_key, row_partials, sum_from_partials,
-                                    sums_from_partials_f32x8, term_centered_square, widen_key)
+                                    eight_short_row_sums, eight_short_row_totals, extend_values_f32x8, extreme_scan,
+                                    extreme_value, improves, key_value, narrow_key, order_key, row_partials, row_sum,
+                                    sum_from_partials, sums_from_partials_f32x8, term_centered_square, widen_key)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, address_as_pointer, kernel, prefer_host_vectors
@@ -906,6 +906,73 @@ def serial_batch_row_sums(dtype, out, x, samples, rows, width):
     block_slots, slots = tree_slots(-(-rows // BLOCK)), tree_slots(samples)
     work = scratch_address("batch_row_sums", (block_slots + slots) * width * dtype.itemsize)
     _SERIAL_BATCH_ROW_SUMS[dtype](out, x, work, samples, rows, width, block_slots, slots, CONTROL_MASK)
+
+
+def _serial_batch_sums_of_rows(dtype):
+    itemsize = np.dtype(dtype).itemsize
+
+    def batch_sums_of_rows_serial(out, x, work, samples, width, length, slots, mask):
+        # x (S, W, L) C-contiguous, out (W,).  The documented sum of each of
+        # the S*W rows of L elements, as `sum_serial` gives them (rows of one
+        # block eight at a time, `eight_short_row_totals`; others `row_sum`);
+        # then the S samples' sums merged along the batch tree, as
+        # `batch_row_sums_serial` merges its per-sample partials.
+        old = enter_ieee(mask)
+        rows = samples * width
+        nb = (length + BLOCK - 1) // BLOCK
+        o = carray(address_as_pointer(out), width, dtype)
+        a = carray(address_as_pointer(x), rows * length, dtype)
+        sums = carray(address_as_pointer(work), rows, dtype)
+        partials = carray(address_as_pointer(work + rows * itemsize), nb, dtype)
+        batch_stack = carray(address_as_pointer(work + (rows + nb) * itemsize), slots * width, dtype)
+        first_row = 0
+        if nb == 1:
+            un = np.uint64(length)
+            first_row = rows - rows % 8
+            for i in range(0, first_row, 8):
+                totals = eight_short_row_totals(a, np.uint64(i) * un, un)
+                for c in range(8):
+                    sums[i + c] = totals[c]
+        for i in range(first_row, rows):
+            sums[i] = row_sum(a[i * length:(i + 1) * length], partials)
+        count = 0
+        for s in range(samples):
+            slot = tree_slot(count) * width
+            for w in range(width):
+                batch_stack[slot + w] = sums[s * width + w]
+            count = tree_carry(batch_stack, width, count, width)
+        if count > 1:  # a single sample is its own node: passed on as it is
+            tree_finish(batch_stack, width, count, width)
+        for w in range(width):
+            o[w] = batch_stack[w]
+        leave_ieee(old)
+
+    address = types.intp
+    return kernel(f"reduce.serial_batch_sums_of_rows.{np.dtype(dtype).name}", (address,) * 3 + (_I,) * 5)(
+        njit(cache=True, error_model="numpy")(batch_sums_of_rows_serial))
+
+
+_SERIAL_BATCH_SUMS_OF_ROWS = {np.dtype(t): _serial_batch_sums_of_rows(t) for t in (np.float32, np.float64)}
+
+
+# The most elements `serial_batch_sums_of_rows` is given, and the longest
+# rows: rows of one block run eight side by side, faster on one thread than
+# the parallel sum and tree up to about this size (docs/benchmarks.md); a
+# longer row's blocks run one row at a time, slower than the parallel sum.
+SERIAL_SHORT_ROWS_MAX = 1 << 17
+SERIAL_ROW_LENGTH_MAX = BLOCK
+
+
+def serial_batch_sums_of_rows(dtype, out, x, samples, width, length):
+    """out (width,) = the batch tree over the S samples of x (S, width, L) of
+    each sample's documented sums of its rows of L >= 1 elements, on the
+    calling thread: C-contiguous buffers of numpy dtype `dtype` given by their
+    addresses, samples >= 1.  The bits of `softrep.sum` over the last dim
+    followed by `tree_nodes` over all samples (conv2d's bias gradient)."""
+    slots = tree_slots(samples)
+    work = scratch_address("batch_sums_of_rows",
+                           (samples * width + (length + BLOCK - 1) // BLOCK + slots * width) * dtype.itemsize)
+    _SERIAL_BATCH_SUMS_OF_ROWS[dtype](out, x, work, samples, width, length, slots, CONTROL_MASK)
 
 
 # ------------------------------------------------------------------ max / min / argmax

@@ -311,6 +311,25 @@ def param_grad_of_row_sums(fn, name, param, rows):
     return param_grad(fn, name, param, per.reshape(samples, *param.shape))
 
 
+def param_grad_of_sums_over_last(fn, name, param, x):
+    """`param_grad` of the per-sample partials that are the documented sums
+    over the last dim of `x` (S, *param.shape, L), such as conv2d's bias
+    gradient from its output gradient (N, C, OH*OW).  A whole batch of plain
+    CPU tensors with nothing to record, in short rows, takes one serial
+    kernel for both stages (`cpu_reduce.serial_batch_sums_of_rows`, the same
+    bits); otherwise the sum, then `param_grad`."""
+    samples, length = x.shape[0], x.shape[-1]
+    dtype = None
+    if (current() is None and samples and 0 < length <= cpu_reduce.SERIAL_ROW_LENGTH_MAX
+            and x.numel() <= cpu_reduce.SERIAL_SHORT_ROWS_MAX and param.numel()):
+        dtype = backend.light_dtype((x,))
+    if dtype is not None:
+        out = torch.empty(param.shape, dtype=x.dtype)
+        cpu_reduce.serial_batch_sums_of_rows(dtype, out.data_ptr(), x.data_ptr(), samples, out.numel(), length)
+        return out
+    return param_grad(fn, name, param, summation.sum(x, -1))
+
+
 def param_grad_of_nodes(fn, name, param, samples, node_values):
     """`param_grad` for a kernel that computes tree nodes without storing the
     per-sample partials: node_values(ranges) returns one tensor of param's shape

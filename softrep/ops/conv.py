@@ -40,7 +40,7 @@ import numbers
 import torch
 import torch.nn.functional as F
 
-from . import backend, batching, batchtree, mixed, summation
+from . import backend, batching, batchtree, mixed
 from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
 from .memory import empty, index_table
@@ -321,8 +321,11 @@ class Conv2dFunction(backend.Function):
                     gw = batchtree.param_grad("conv2d", "weight", weight, partials)
         if has_bias and ctx.needs_input_grad[2]:
             # each sample's softrep.sum over (oh, ow), then the batch tree over n
-            per_sample = summation.sum(g, (2, 3))
-            gb = batchtree.param_grad("conv2d", "bias", getattr(ctx, "bias", per_sample[0]), per_sample)
+            # (a context of saved tensors only, from softrep.tools.dispatch,
+            # has no bias: a stand-in of its shape)
+            bias = getattr(ctx, "bias", None)
+            gb = batchtree.param_grad_of_sums_over_last("conv2d", "bias", g.new_empty(c_out) if bias is None else bias,
+                                                        g.reshape(n, c_out, oh * ow))
         return gx, gw, gb, None, None, None, None
 
     @staticmethod
