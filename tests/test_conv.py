@@ -212,6 +212,25 @@ def test_padding_positions_are_fma_terms():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,pads", [((2, 3, 5, 4), ((1, 2), (2, 3))),  # small planes: zeroed whole, then filled
+                                        ((1, 2, 50, 47), ((2, 1), (3, 1)))])  # large: the frame written alone
+def test_padding_scratch_moves_values(shape, pads, dtype):
+    """The CPU launcher's padded copy (softrep.cpu.conv.pad_into_scratch) is
+    numpy's zero padding bit for bit: -0 and a NaN payload moved as they are,
+    the frame +0, whatever the buffer held before."""
+    from softrep.cpu.conv import pad_into_scratch
+
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    x = np.random.default_rng(31).standard_normal(shape).astype(np_dtype)
+    x[0, 0, 0, 0], x[0, 1, 2, 1] = -0.0, np.nan
+    want = np.pad(x, ((0, 0), (0, 0)) + pads)
+    pad_into_scratch(np.full(want.shape, np.nan, np_dtype), ((0, 0), (0, 0)))  # NaNs all over the scratch buffer
+    got = pad_into_scratch(x, pads)
+    uint = np.uint32 if dtype == torch.float32 else np.uint64
+    assert np.array_equal(got.view(uint), want.view(uint))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("pixels", [(12, 12), (3, 5)])
 def test_bias_gradient_order(dtype, pixels):
     """grad_bias[c]: per sample the documented sum of g[n, c] over (oh, ow) --

@@ -169,6 +169,13 @@ def _finish_images(out, cpad, bias_rows, has_bias):
                 dst[p] = finish(src[p])
 
 
+# Planes of at most this many elements are zeroed whole, then their interior
+# copied: a cache-resident plane takes the second write of its interior for
+# free, and the loops are two long runs instead of three short ones per row
+# (docs/benchmarks.md).  Larger planes write each element once.
+FILLED_PLANE_MAX = 2048
+
+
 @kernel("conv.pad_images", *[(types.Array(t, 1, "C"), types.Array(t, 1, "C")) + (types.int64,) * 7
                                for t in (types.float32, types.float64)])
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -178,10 +185,20 @@ def _pad_images(xpad, x, planes, h, w, top, hp, wp, left):
     # plane of the flat xpad, `top` rows and `left` columns before it.
     # Values only moved; unsigned indices, so the row copies vectorise.
     zero = xpad.dtype.type(0)
-    uw, uwp, uleft = np.uint64(w), np.uint64(wp), np.uint64(left)
+    uw, uwp, uleft, uh = np.uint64(w), np.uint64(wp), np.uint64(left), np.uint64(h)
+    size = np.uint64(hp) * uwp
+    filled = hp * wp <= FILLED_PLANE_MAX
     for t in prange(planes):
-        dst = np.uint64(t) * np.uint64(hp) * uwp
-        src = np.uint64(t) * np.uint64(h) * uw
+        dst = np.uint64(t) * size
+        src = np.uint64(t) * uh * uw
+        if filled:
+            for j in range(size):
+                xpad[dst + j] = zero
+            corner = dst + np.uint64(top) * uwp + uleft
+            for r in range(uh):
+                for j in range(uw):
+                    xpad[corner + r * uwp + j] = x[src + r * uw + j]
+            continue
         for r in range(hp):
             row = dst + np.uint64(r) * uwp
             i = r - top
