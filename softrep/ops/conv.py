@@ -45,6 +45,7 @@ from ..cpu import conv as cpu_conv
 from ..cuda import conv as cuda_conv
 from .memory import empty, index_table
 from .products import bmm, check_operands, streams_tree, tree_product
+from .validate import memoized_check
 
 
 def _pair(fn, name, value, dims, minimum):
@@ -339,46 +340,59 @@ class Conv2dFunction(backend.Function):
         return batching.per_sample(_conv2d_forward, info, in_dims, x, w, bias, stride, pads, dilation, groups)
 
 
+def _conv_geometry(fn, dims, input_shape, weight_shape, bias_shape, stride, padding, dilation, groups, padding_mode):
+    """The checks of conv1d/conv2d's shapes and arguments: (unbatched, stride,
+    pads, dilation, groups) normalised, or an error naming the argument."""
+    if padding_mode != "zeros":
+        raise NotImplementedError(f"softrep.{fn}: argument 'padding_mode' must be 'zeros', got {padding_mode!r}")
+    if len(input_shape) not in (dims + 1, dims + 2):
+        raise ValueError(f"softrep.{fn}: argument 'input' must be {dims + 1}-D (unbatched) or {dims + 2}-D, "
+                         f"got shape {tuple(input_shape)}")
+    if len(weight_shape) != dims + 2:
+        raise ValueError(f"softrep.{fn}: argument 'weight' must be {dims + 2}-D, got shape {tuple(weight_shape)}")
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ValueError(f"softrep.{fn}: argument 'groups' must be a positive int, got {groups!r}")
+    unbatched = len(input_shape) == dims + 1
+    x_shape = (1, *input_shape) if unbatched else tuple(input_shape)
+    c_in, c_out = x_shape[1], weight_shape[0]
+    if c_out % groups:
+        raise ValueError(f"softrep.{fn}: argument 'groups' ({groups}) must divide the output channels ({c_out})")
+    if c_in % groups:
+        raise ValueError(f"softrep.{fn}: argument 'groups' ({groups}) must divide the input channels ({c_in})")
+    if weight_shape[1] * groups != c_in:
+        raise ValueError(f"softrep.{fn}: argument 'weight' expects {weight_shape[1] * groups} input channels "
+                         f"({weight_shape[1]} per group x {groups} groups), but 'input' has {c_in}")
+    if bias_shape is not None and tuple(bias_shape) != (c_out,):
+        raise ValueError(f"softrep.{fn}: argument 'bias' must have shape ({c_out},), got {tuple(bias_shape)}")
+    stride = _pair(fn, "stride", stride, dims, 1)
+    dilation = _pair(fn, "dilation", dilation, dims, 1)
+    kernel = tuple(weight_shape[2:])
+    pads = _padding(fn, padding, dims, kernel, dilation, stride)
+    for d in range(dims):
+        size = x_shape[2 + d] + sum(pads[d])
+        if size < dilation[d] * (kernel[d] - 1) + 1:
+            raise ValueError(f"softrep.{fn}: the padded input ({size} along spatial dim {d}) is smaller than the "
+                             f"dilated kernel ({dilation[d] * (kernel[d] - 1) + 1}); argument 'input' is too small")
+    return unbatched, stride, pads, dilation, int(groups)
+
+
+_checked_geometry = memoized_check(_conv_geometry)
+
+
 def _conv(fn, dims, input, weight, bias, stride, padding, dilation, groups, padding_mode):
     operands = {"input": input, "weight": weight}
     if bias is not None:
         operands["bias"] = bias
     check_operands(fn, **operands)
-    if padding_mode != "zeros":
-        raise NotImplementedError(f"softrep.{fn}: argument 'padding_mode' must be 'zeros', got {padding_mode!r}")
-    if input.dim() not in (dims + 1, dims + 2):
-        raise ValueError(f"softrep.{fn}: argument 'input' must be {dims + 1}-D (unbatched) or {dims + 2}-D, "
-                         f"got shape {tuple(input.shape)}")
-    if weight.dim() != dims + 2:
-        raise ValueError(f"softrep.{fn}: argument 'weight' must be {dims + 2}-D, got shape {tuple(weight.shape)}")
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
-        raise ValueError(f"softrep.{fn}: argument 'groups' must be a positive int, got {groups!r}")
-    unbatched = input.dim() == dims + 1
+    unbatched, stride, pads, dilation, groups = _checked_geometry(
+        fn, dims, input.shape, weight.shape, None if bias is None else bias.shape, stride, padding, dilation, groups,
+        padding_mode)
     x = input.unsqueeze(0) if unbatched else input
-    c_in, c_out = x.shape[1], weight.shape[0]
-    if c_out % groups:
-        raise ValueError(f"softrep.{fn}: argument 'groups' ({groups}) must divide the output channels ({c_out})")
-    if c_in % groups:
-        raise ValueError(f"softrep.{fn}: argument 'groups' ({groups}) must divide the input channels ({c_in})")
-    if weight.shape[1] * groups != c_in:
-        raise ValueError(f"softrep.{fn}: argument 'weight' expects {weight.shape[1] * groups} input channels "
-                         f"({weight.shape[1]} per group x {groups} groups), but 'input' has {c_in}")
-    if bias is not None and tuple(bias.shape) != (c_out,):
-        raise ValueError(f"softrep.{fn}: argument 'bias' must have shape ({c_out},), got {tuple(bias.shape)}")
-    stride = _pair(fn, "stride", stride, dims, 1)
-    dilation = _pair(fn, "dilation", dilation, dims, 1)
-    kernel = tuple(weight.shape[2:])
-    pads = _padding(fn, padding, dims, kernel, dilation, stride)
-    for d in range(dims):
-        size = x.shape[2 + d] + sum(pads[d])
-        if size < dilation[d] * (kernel[d] - 1) + 1:
-            raise ValueError(f"softrep.{fn}: the padded input ({size} along spatial dim {d}) is smaller than the "
-                             f"dilated kernel ({dilation[d] * (kernel[d] - 1) + 1}); argument 'input' is too small")
     if dims == 1:  # a 1-D convolution is a 2-D one over a height of 1, same order
         out = backend.call(Conv2dFunction, x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
-                           ((0, 0),) + pads, (1,) + dilation, int(groups)).squeeze(2)
+                           ((0, 0),) + pads, (1,) + dilation, groups).squeeze(2)
     else:
-        out = backend.call(Conv2dFunction, x, weight, bias, stride, pads, dilation, int(groups))
+        out = backend.call(Conv2dFunction, x, weight, bias, stride, pads, dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 

@@ -1,5 +1,6 @@
 """Argument checks shared by the public ops: every error names the argument."""
 
+import functools
 import numbers
 
 import torch
@@ -103,3 +104,40 @@ def normalize_dim(fn, dim, ndim, name="dim"):
     if not lo <= dim <= hi:
         raise IndexError(f"softrep.{fn}: argument '{name}' is {dim}, out of range [{lo}, {hi}] for a {ndim}-d tensor")
     return dim % max(ndim, 1)
+
+
+def _key(value):
+    """A hashable key of an argument that tells apart what its check tells
+    apart: each value with its type (True is not 1, 1.0 is not 1), tuples
+    and lists by their items (a list keyed as the tuple of its items: a
+    memoized check must treat the two alike)."""
+    if isinstance(value, (tuple, list)):
+        return tuple, tuple(_key(v) for v in value)
+    return type(value), value
+
+
+def memoized_check(check, maxsize=4096):
+    """`check(*args)` -- argument checks of an op that read only its
+    arguments (shapes, ints, tuples, strings) and return them normalised --
+    remembered per argument tuple: an op called again with the same
+    arguments, as a layer is at every step, skips the checks' Python.  A
+    check that raises is not remembered (the error comes every time, with the
+    caller's own values in its message); unhashable arguments run the check
+    each time; at most `maxsize` argument tuples are kept."""
+    memo = {}
+
+    @functools.wraps(check)
+    def run(*args):
+        try:
+            key = tuple(_key(a) for a in args)
+            return memo[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable argument
+            return check(*args)
+        value = check(*args)
+        if len(memo) < maxsize:
+            memo[key] = value
+        return value
+
+    return run

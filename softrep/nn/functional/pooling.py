@@ -24,6 +24,7 @@ from ...ops import backend, mixed
 from ...ops import elementwise as E
 from ...ops import reduction as R
 from ...ops.pooling import max_windows
+from ...ops.validate import memoized_check
 from .sparse import gather_rows, scatter_sum_rows
 
 
@@ -134,6 +135,29 @@ class _MaxPool2d(backend.Function):
         return (values.reshape(B, P, *out_size), idx.reshape(B, P, *out_size)), (0, 0)
 
 
+def _max_pool_geometry_checks(H, W, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool2d's arguments checked and normalised for planes of H x W:
+    (kernel, stride, padding, dilation, (OH, OW), apart), apart when windows
+    that do not overlap have different winners (the backward is then a copy)."""
+    fn = "max_pool2d"
+    kernel = _pair(fn, "kernel_size", kernel_size, 1)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
+        else _pair(fn, "stride", stride, 1)
+    padding = _pair(fn, "padding", padding, 0)
+    dilation = _pair(fn, "dilation", dilation, 1)
+    for k, p in zip(kernel, padding):
+        if p > k // 2:
+            raise ValueError(f"softrep.{fn}: argument 'padding' {padding} must be at most half of "
+                             f"'kernel_size' {kernel}")
+    OH = _out_size(fn, H, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
+    OW = _out_size(fn, W, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
+    apart = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
+    return kernel, stride, padding, dilation, (OH, OW), apart
+
+
+_max_pool_geometry = memoized_check(_max_pool_geometry_checks)
+
+
 @mixed.float32_compute("max_pool2d")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Largest element of each window, like torch.nn.functional.max_pool2d.
@@ -147,20 +171,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     order (one gradient is copied; none gives +0)."""
     fn = "max_pool2d"
     x, squeezed = _planes(fn, input)
-    kernel = _pair(fn, "kernel_size", kernel_size, 1)
-    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
-        else _pair(fn, "stride", stride, 1)
-    padding = _pair(fn, "padding", padding, 0)
-    dilation = _pair(fn, "dilation", dilation, 1)
-    for k, p in zip(kernel, padding):
-        if p > k // 2:
-            raise ValueError(f"softrep.{fn}: argument 'padding' {padding} must be at most half of "
-                             f"'kernel_size' {kernel}")
     N, C, H, W = x.shape
-    OH = _out_size(fn, H, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
-    OW = _out_size(fn, W, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
-    # windows that do not overlap have different winners: the backward is a copy
-    apart = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
+    kernel, stride, padding, dilation, (OH, OW), apart = _max_pool_geometry(
+        H, W, kernel_size, stride, padding, dilation, ceil_mode)
     out, idx = _MaxPool2d.apply(x.reshape(N * C, H, W), (OH, OW), tuple(kernel), tuple(stride), tuple(padding),
                                 tuple(dilation), apart)
     out, idx = out.reshape(N, C, OH, OW), idx.reshape(N, C, OH, OW)
