@@ -158,8 +158,8 @@ def broadcast_second(f):
 # (`run.serial`): waking Numba's pool costs ~2-3 us on a quiet machine while
 # its workers spin, tens of microseconds when they wait passively
 # (softrep/cpu/__init__.py) and milliseconds on a loaded machine, while 2^15
-# float32 additions take ~5 us on one core.  Which
-# thread computes an element never changes its bits.
+# float32 additions take ~5 us on one core.  Which thread computes an element
+# never changes its bits.
 SERIAL_MAX = 1 << 15
 
 
