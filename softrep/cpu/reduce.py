@@ -959,7 +959,7 @@ _SERIAL_BATCH_SUMS_OF_ROWS = {np.dtype(t): _serial_batch_sums_of_rows(t) for t i
 # rows: rows of one block run eight side by side, faster on one thread than
 # the parallel sum and tree up to about this size (docs/benchmarks.md); a
 # longer row's blocks run one row at a time, slower than the parallel sum.
-SERIAL_SHORT_ROWS_MAX = 1 << 17
+SERIAL_SHORT_ROWS_MAX = 131_072  # 2^17
 SERIAL_ROW_LENGTH_MAX = BLOCK
 
 
