@@ -842,6 +842,28 @@ def tree_nodes(out, x, first, counts):
 SERIAL_ROWS_MAX = 1_048_576  # the most elements `serial_batch_row_sums` is given
 
 
+@register_jitable
+def _push_node(stack, src, at, width, count):
+    """The batch tree's next sample: its `width` values src[at:at + width]
+    pushed onto `stack` and merged as the tree allows (`tree_carry`);
+    returns the new count."""
+    slot = tree_slot(count) * width
+    for w in range(width):
+        stack[slot + w] = src[at + w]
+    return tree_carry(stack, width, count, width)
+
+
+@register_jitable
+def _batch_root(out, stack, width, count):
+    """out[:width] = the root of the batch tree on `stack` after `count`
+    pushes (`tree_finish`; a single sample is its own node, passed on as it
+    is)."""
+    if count > 1:
+        tree_finish(stack, width, count, width)
+    for w in range(width):
+        out[w] = stack[w]
+
+
 def _serial_batch_row_sums(dtype):
     begin, extend = VALUES.begin, VALUES.extend
     itemsize = np.dtype(dtype).itemsize
@@ -878,14 +900,8 @@ def _serial_batch_row_sums(dtype):
                 nblocks = tree_carry(sample_stack, width, nblocks, width)
             if rows > 1:
                 tree_finish(sample_stack, width, nblocks, width)
-            slot = tree_slot(count) * width
-            for w in range(width):
-                batch_stack[slot + w] = sample_stack[w]
-            count = tree_carry(batch_stack, width, count, width)
-        if count > 1:  # a single sample is its own node: passed on as it is
-            tree_finish(batch_stack, width, count, width)
-        for w in range(width):
-            o[w] = batch_stack[w]
+            count = _push_node(batch_stack, sample_stack, 0, width, count)
+        _batch_root(o, batch_stack, width, count)
         leave_ieee(old)
 
     address = types.intp
@@ -937,14 +953,8 @@ def _serial_batch_sums_of_rows(dtype):
             sums[i] = row_sum(a[i * length:(i + 1) * length], partials)
         count = 0
         for s in range(samples):
-            slot = tree_slot(count) * width
-            for w in range(width):
-                batch_stack[slot + w] = sums[s * width + w]
-            count = tree_carry(batch_stack, width, count, width)
-        if count > 1:  # a single sample is its own node: passed on as it is
-            tree_finish(batch_stack, width, count, width)
-        for w in range(width):
-            o[w] = batch_stack[w]
+            count = _push_node(batch_stack, sums, s * width, width, count)
+        _batch_root(o, batch_stack, width, count)
         leave_ieee(old)
 
     address = types.intp
