@@ -15,7 +15,7 @@ def _openmp_in_global_scope():
     serves both."""
     try:
         ctypes.CDLL(None).GOMP_parallel
-    except AttributeError:
+    except (AttributeError, OSError, TypeError):  # not exported; or no global scope to open (Windows)
         return False
     return True
 
