@@ -30,6 +30,32 @@ from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, equal_blocks, host_micro_ke
                      store_tree_block, tree_first_operand, tree_nodes, tree_run, tree_task)
 
 
+# Runs of at least 4 and fewer than this many columns are copied in groups of
+# four (`_copy_short_run`); longer ones by a loop LLVM vectorises.
+SHORT_RUN = 16
+
+
+@register_jitable(inline="always")
+def _copy_short_run(dst, d, xflat, src, length):
+    # dst[d + j] = xflat[src + j] for j < length, 4 <= length < SHORT_RUN:
+    # groups of four values, the last one ending at the run's end (so it
+    # overlaps the one before when length is not a multiple of four, writing
+    # the same values twice).  Four explicit moves, which LLVM joins into one
+    # vector move, where a loop of so few iterations of unknown count runs
+    # scalar (docs/benchmarks.md).
+    one, four = np.uint64(1), np.uint64(4)
+    j = np.uint64(0)
+    while j < length:
+        at = min(j, length - four)
+        v0, v1 = xflat[src + at], xflat[src + at + one]
+        v2, v3 = xflat[src + at + np.uint64(2)], xflat[src + at + np.uint64(3)]
+        dst[d + at] = v0
+        dst[d + at + one] = v1
+        dst[d + at + np.uint64(2)] = v2
+        dst[d + at + np.uint64(3)] = v3
+        j += four
+
+
 @njit(cache=True, error_model="numpy")
 def _pack_panel(dst, base, xflat, taps, g, kk, panel, nr, n_cols, c_in, hp, wp, sh, sw, oh, ow):
     # Panel `panel` of group g's im2col (K x NR values, contiguous from
@@ -62,7 +88,9 @@ def _pack_panel(dst, base, xflat, taps, g, kk, panel, nr, n_cols, c_in, hp, wp, 
             d = row + starts[r]
             src = bases[r] + off
             length = starts[r + 1] - starts[r]
-            if usw == np.uint64(1):
+            if usw == np.uint64(1) and np.uint64(4) <= length < np.uint64(SHORT_RUN):
+                _copy_short_run(dst, d, xflat, src, length)
+            elif usw == np.uint64(1):
                 for j in range(length):
                     dst[d + j] = xflat[src + j]
             else:
@@ -333,9 +361,11 @@ def _taps_transposed_impl(dst, d0, ld, src, s0, offs, j_count, c_count, stride):
 @njit(cache=True, error_model="numpy")
 def _pack_pixel_rows(buf, xflat, taps, g, kk, k0, nr, s, c_in, hp, wp, sh, sw, oh, ow):
     # buf[p*nr + j] = row k0 + j of group g's cols at column (s, p) -- the
-    # value F.unfold puts at [s, g*K + k0 + j, p] -- and +0 for k0 + j >= K:
-    # one NR-wide block of sample s's transposed im2col, rows contiguous, as
-    # the weight gradient's micro-kernel reads its second operand.  The
+    # value F.unfold puts at [s, g*K + k0 + j, p] -- for k0 + j < K: one
+    # NR-wide block of sample s's transposed im2col, rows contiguous, as the
+    # weight gradient's micro-kernel reads its second operand.  Lanes
+    # k0 + j >= K are not written: the caller zeroes them once for all
+    # samples (at K = 9, 23 of 32 lanes, which cost more than the rest).  The
     # block's tap offsets (taps[g*K + k]) are read once per block.  With
     # stride 1 or 2, whole 8 x 8 tiles of (k, pixel) are transposed in
     # vectors (`_taps_transposed`), the rest moved one value at a time.
@@ -357,8 +387,6 @@ def _pack_pixel_rows(buf, xflat, taps, g, kk, k0, nr, s, c_in, hp, wp, sh, sw, o
             src = base + c * usw
             for j in range(tiled if c < done else np.uint64(0), uvalid):
                 buf[row + j] = xflat[src + offs[j]]
-            for j in range(uvalid, unr):
-                buf[row + j] = 0
             row += unr
 
 
@@ -389,7 +417,9 @@ def _make_weight_grad_blocks(micro, mr, nr, dtype):
             node, g, jp, ip0, ip1 = tree_task(t, groups, columns, runs, run, panels)
             ld = (ip1 - ip0) * mr * nr
             stack = np.empty(slots * ld, at.dtype)
-            buf = np.empty(pixels * nr, at.dtype)
+            # lanes past K: +0 for every sample (their columns are never
+            # stored; zeroed so that no stale value enters the arithmetic)
+            buf = np.zeros(pixels * nr, at.dtype)
             count = 0
             for s in range(first[node], first[node] + counts[node]):
                 _pack_pixel_rows(buf, xflat, taps, g, kk, jp * nr, nr, s, c_in, hp, wp, sh, sw, oh, ow)
