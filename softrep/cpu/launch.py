@@ -257,7 +257,13 @@ def set_threads(n):
 
 def on_one_thread(launcher, *args):
     """`launcher(*args)` with its parallel kernels on the calling thread only."""
-    threads = set_threads(1)
+    on_threads(1, launcher, *args)
+
+
+def on_threads(n, launcher, *args):
+    """`launcher(*args)` with its parallel kernels on at most n threads (the
+    calling thread among them), n >= 1."""
+    threads = set_threads(max(1, min(n, numba.get_num_threads())))
     try:
         launcher(*args)
     finally:

@@ -47,7 +47,7 @@ from ..algorithms.products import (finish, finish_add, micro_kernel, outer_leaf,
 from ..algorithms.widening import narrowed_bits, widened
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, ieee_state, leave_ieee
 from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
-from .launch import address_as_pointer, host_vector_bits, kernel
+from .launch import address_as_pointer, host_vector_bits, kernel, on_threads
 from .workspace import scratch, scratch_address
 
 # Argument types of each kernel's launches, for the kernel audit (softrep/cpu/launch.py).
@@ -773,11 +773,13 @@ def tree_nodes(compute, out, first, counts, tasks, macs):
     power of two below the count, then the rest), twice as many tasks, and
     joined by `finish_add` -- the root's add_rn and the canonical NaN, the
     node's own bits.  Below TREE_SPLIT_MACS the join would cost more than the
-    idle threads."""
+    idle threads; a launch of fewer tasks than threads then runs on as many
+    threads as it has tasks (one task: on the calling thread, whose cache
+    holds the operands)."""
     threads = numba.get_num_threads()
     if (threads == 1 or tasks >= 4 * threads or macs < TREE_SPLIT_MACS or first.size == 0
             or counts.min() < 2):
-        compute(out, first, counts)
+        on_threads(tasks, compute, out, first, counts)
         return
     left = np.left_shift(1, np.array([int(c - 1).bit_length() - 1 for c in counts], dtype=np.int64))
     halves = np.empty((2 * first.size,) + out.shape[1:], out.dtype)
