@@ -201,6 +201,43 @@ def test_direct_product_gives_the_packed_bits(shape, dtype, addend, monkeypatch)
     assert np.array_equal(direct.view(np.uint8), packed.view(np.uint8))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("x_shape,w_shape,bias", [
+    ((64, 64), (10, 64), True),  # one row per sample: the outer-product tree
+    ((5, 3, 6), (4, 6), True),  # rows per sample: the tree product, the sums of rows
+    ((7, 6), (4, 6), False),
+    ((6,), (4, 6), True),  # one sample
+    ((3, 2, 6), (6,), True),  # a 1-D weight: one output feature, a 0-d bias
+], ids=["rows", "tokens", "no-bias", "1-d-input", "1-d-weight"])
+@pytest.mark.parametrize("needs_x", [True, False])
+def test_linear_backward_on_the_light_kernels_gives_the_separate_paths_bits(x_shape, w_shape, bias, needs_x, dtype,
+                                                                            monkeypatch):
+    """linear's backward at small sizes calls the serial kernels itself, once
+    checked (`products._linear_grads_light`); the gradients are the bits of
+    the separate paths (grad_x's product, the weight's tree product, the
+    bias's sums), which tests/test_split.py checks against MPFR."""
+    from softrep.ops import products
+
+    n_x = int(np.prod(x_shape))
+    x = _special(n_x, dtype, 1).reshape(x_shape).requires_grad_(needs_x)
+    w = _special(int(np.prod(w_shape)), dtype, 2).reshape(w_shape).requires_grad_()
+    b = _special(w_shape[0] if len(w_shape) == 2 else 1, dtype, 3).reshape(w_shape[:1] if len(w_shape) == 2 else ())
+    b = b.requires_grad_() if bias else None
+    out_shape = x_shape[:-1] + w_shape[:-1]
+    g = _special(int(np.prod(out_shape)), dtype, 4).reshape(out_shape)
+    params = tuple(p for p in (x, w, b) if p is not None and p.requires_grad)
+
+    taken = []
+    light = products._linear_grads_light
+    monkeypatch.setattr(products, "_linear_grads_light", lambda *a: taken.append(light(*a)) or taken[-1])
+    got = torch.autograd.grad(softrep.linear(x, w, b), params, g)
+    assert taken and taken[-1] is not None
+    monkeypatch.setattr(products, "_linear_grads_light", lambda *a: None)
+    want = torch.autograd.grad(softrep.linear(x, w, b), params, g)
+    for a, c in zip(got, want):
+        assert a.shape == c.shape and torch.equal(_bits(a), _bits(c))
+
+
 @pytest.mark.parametrize("op", [lambda x: softrep.sum(x, dim=1), lambda x: softrep.amax(x, dim=0),
                                 lambda x: softrep.mm(x[:, :20], x[:, :20].t()), lambda x: softrep.mul(x, 3.0)],
                          ids=["sum", "amax", "mm", "mul-number"])

@@ -19,6 +19,7 @@ import torch
 from . import backend, batching, batchtree, outputs
 from . import elementwise as E
 from ..cpu import linalg as cpu_linalg
+from ..cpu import reduce as cpu_reduce
 from ..cuda import linalg as cuda_linalg
 from ..algorithms.products import tree_slots
 from .memory import empty, index_table
@@ -367,6 +368,47 @@ def _linear_forward(x, weight, bias):
     return out.reshape(*lead, w.shape[0]) if weight.dim() == 2 else out.reshape(lead)
 
 
+def _linear_grads_light(g3, x3, w, bias, needs):
+    """`_Linear.backward`'s gradients (grad_x as (S*R, in), grad_weight as
+    (out, in), grad_bias as the bias's shape, None where not needed) by the
+    serial kernels the separate paths take at these sizes, through addresses,
+    or None where they do not all apply: a whole batch (no BatchSlice), the
+    weight's chains streamed into the tree (`streams_tree`: nothing to
+    record), plain C-contiguous CPU tensors of one float dtype, at
+    most SERIAL_FMAS fmas per product, and a bias gradient (if needed) of one
+    value per output feature.  The same kernels as `_mm`'s light product,
+    `tree_product` and `batchtree.param_grad_of_row_sums`, so the same bits,
+    with one check instead of one per path."""
+    samples, rows, out_features = g3.shape
+    in_features = x3.shape[2]
+    if (not streams_tree(g3, x3, w) or batchtree.current() is not None or samples * rows == 0
+            or samples * rows * out_features * in_features > cpu_linalg.SERIAL_FMAS
+            or (needs[2] and bias.numel() != out_features)):
+        return None
+    dtype = backend.light_dtype((g3, x3, w), same_shape=False)
+    if dtype is None:
+        return None
+    gx = gw = gb = None
+    if needs[0]:  # g_rows @ W
+        gx = backend.new_empty(g3, (samples * rows, in_features))
+        cpu_linalg.serial_product(dtype, gx.data_ptr(), g3.data_ptr(), w.data_ptr(), 0, 1, samples * rows,
+                                  out_features, in_features)
+    if needs[1]:  # the batch tree of the samples' g_s^T @ x_s
+        gw = backend.new_empty(w, (out_features, in_features))
+        first, counts = index_table([0]), index_table([samples])
+        if rows == 1:
+            cpu_linalg.outer_tree(dtype, gw.data_ptr(), g3.data_ptr(), x3.data_ptr(), first.data_ptr(),
+                                  counts.data_ptr(), 1, samples, out_features, in_features, samples)
+        else:
+            cpu_linalg.serial_tree_product(dtype, gw.data_ptr(), g3.data_ptr(), x3.data_ptr(), first.data_ptr(),
+                                           counts.data_ptr(), 1, samples, 1, rows, out_features, in_features,
+                                           tree_slots(samples))
+    if needs[2]:  # the batch tree of the samples' sums of their rows of g
+        gb = backend.new_empty(g3, tuple(bias.shape))
+        cpu_reduce.serial_batch_row_sums(dtype, gb.data_ptr(), g3.data_ptr(), samples, rows, out_features)
+    return gx, gw, gb
+
+
 class _Linear(backend.Function):
     """linear(x, weight, bias): forward as `_MM` on the rows of x (same bits).
 
@@ -400,6 +442,10 @@ class _Linear(backend.Function):
             rows *= size
         x3 = x.reshape(samples, rows, in_features)
         g3 = g.reshape(samples, rows, out_features)
+        light = _linear_grads_light(g3, x3, w, ctx.bias, ctx.needs_input_grad)
+        if light is not None:
+            gx, gw, gb = light
+            return (None if gx is None else gx.view(x.shape)), (None if gw is None else gw.view(weight.shape)), gb
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
             gx = backend.call(_MM, g3.reshape(-1, out_features), w, None).reshape(x.shape)
