@@ -32,6 +32,12 @@ def test_remembers_values_and_never_errors():
     run(1, {"unhashable": 1}.keys())  # an unhashable argument: checked every time
     run(1, {"unhashable": 1}.keys())
     assert len(calls) == 6
+    # items are told apart by type too, in a shape-like tuple of ints and beside it
+    assert run(1, (2.0, 3)) == (1, (2.0, 3)) and len(calls) == 7
+    assert run(1, [1, 3]) == (1, (1, 3)) and len(calls) == 8
+    assert run(1, (True, 3)) == (1, (True, 3)) and len(calls) == 9
+    assert run(1, torch.Size([1, 3])) == (1, (1, 3)) and len(calls) == 9  # a Size is the tuple of its items
+    assert run(1, ((1, 3),)) == (1, ((1, 3),)) and run(1, (((1, 3),),)) == (1, (((1, 3),),)) and len(calls) == 11
 
 
 def test_layer_arguments_still_checked_at_every_call():

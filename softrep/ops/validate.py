@@ -110,10 +110,19 @@ def _key(value):
     """A hashable key of an argument that tells apart what its check tells
     apart: each value with its type (True is not 1, 1.0 is not 1), tuples
     and lists by their items (a list keyed as the tuple of its items: a
-    memoized check must treat the two alike)."""
+    memoized check must treat the two alike).  A sequence of ints only (a
+    shape, a stride) is keyed by its items themselves, without a key per
+    item: no item of another type's key is an int, so the two forms never
+    meet."""
+    kind = type(value)
+    if kind is tuple or kind is list or kind is torch.Size:
+        for v in value:
+            if type(v) is not int:
+                return tuple, tuple(_key(v) for v in value)
+        return tuple, tuple(value)
     if isinstance(value, (tuple, list)):
         return tuple, tuple(_key(v) for v in value)
-    return type(value), value
+    return kind, value
 
 
 def memoized_check(check, maxsize=4096):
