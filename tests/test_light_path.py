@@ -220,7 +220,7 @@ def test_linear_backward_on_the_light_kernels_gives_the_separate_paths_bits(x_sh
 
     n_x = int(np.prod(x_shape))
     x = _special(n_x, dtype, 1).reshape(x_shape).requires_grad_(needs_x)
-    w = _special(int(np.prod(w_shape)), dtype, 2).reshape(w_shape).requires_grad_()
+    w = torch.nn.Parameter(_special(int(np.prod(w_shape)), dtype, 2).reshape(w_shape))  # as a module holds it
     b = _special(w_shape[0] if len(w_shape) == 2 else 1, dtype, 3).reshape(w_shape[:1] if len(w_shape) == 2 else ())
     b = b.requires_grad_() if bias else None
     out_shape = x_shape[:-1] + w_shape[:-1]

@@ -381,7 +381,7 @@ def _linear_grads_light(g3, x3, w, bias, needs):
     with one check instead of one per path."""
     samples, rows, out_features = g3.shape
     in_features = x3.shape[2]
-    if (not streams_tree(g3, x3, w) or batchtree.current() is not None or samples * rows == 0
+    if (not streams_tree(g3, x3) or batchtree.current() is not None or samples * rows == 0
             or samples * rows * out_features * in_features > cpu_linalg.SERIAL_FMAS
             or (needs[2] and bias.numel() != out_features)):
         return None
