@@ -238,6 +238,42 @@ def test_linear_backward_on_the_light_kernels_gives_the_separate_paths_bits(x_sh
         assert a.shape == c.shape and torch.equal(_bits(a), _bits(c))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("a_shape,b_shape,transposed", [
+    ((4, 2, 5, 3), (4, 2, 3, 6), False),  # attention's scores and outputs: matmul over two batch dims
+    ((4, 2, 5, 3), (4, 2, 6, 3), True),  # q @ k^T: b the transpose of a contiguous tensor
+    ((3, 7, 1), (3, 1, 4), False),  # K = 1
+], ids=["batched", "b-transposed", "k-1"])
+@pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("op", ["matmul", "bmm"])
+def test_product_backward_on_the_light_kernel_gives_the_separate_paths_bits(a_shape, b_shape, transposed, needs, op,
+                                                                            dtype, monkeypatch):
+    """matmul's and bmm's backward at small sizes run both products on the
+    serial kernel after one check (`products._product_grads_light`), the
+    transposes read in place: the bits of the two separate products."""
+    from softrep.ops import products
+
+    if op == "bmm" and len(a_shape) != 3:
+        a_shape, b_shape = (a_shape[0] * a_shape[1], *a_shape[2:]), (b_shape[0] * b_shape[1], *b_shape[2:])
+    a = _special(int(np.prod(a_shape)), dtype, 5).reshape(a_shape).requires_grad_(needs[0])
+    b0 = _special(int(np.prod(b_shape)), dtype, 6).reshape(b_shape)
+    b = (b0.transpose(-1, -2) if transposed else b0).requires_grad_(needs[1])
+    fn = softrep.matmul if op == "matmul" else softrep.bmm
+    out_shape = a_shape[:-1] + b.shape[-1:]
+    g = _special(int(np.prod(out_shape)), dtype, 7).reshape(out_shape)
+    params = tuple(t for t, need in zip((a, b), needs) if need)
+
+    taken = []
+    light = products._product_grads_light
+    monkeypatch.setattr(products, "_product_grads_light", lambda *args: taken.append(light(*args)) or taken[-1])
+    got = torch.autograd.grad(fn(a, b), params, g)
+    assert taken and taken[-1] is not None
+    monkeypatch.setattr(products, "_product_grads_light", lambda *args: None)
+    want = torch.autograd.grad(fn(a, b), params, g)
+    for x, y in zip(got, want):
+        assert x.shape == y.shape and torch.equal(_bits(x), _bits(y))
+
+
 @pytest.mark.parametrize("op", [lambda x: softrep.sum(x, dim=1), lambda x: softrep.amax(x, dim=0),
                                 lambda x: softrep.mm(x[:, :20], x[:, :20].t()), lambda x: softrep.mul(x, 3.0)],
                          ids=["sum", "amax", "mm", "mul-number"])

@@ -292,6 +292,41 @@ class _MM(backend.Function):
         return bmm_forward(a, b, addend), 0
 
 
+_TRANSPOSED_LAYOUT = {cpu_linalg.ROWS: cpu_linalg.COLUMNS, cpu_linalg.COLUMNS: cpu_linalg.ROWS}
+
+
+def _product_grads_light(a, b, g, needs):
+    """(g @ b^T, a^T @ g) of a product a (..., M, K) @ b (..., K, N) with the
+    same batch dims (None where not needed), by `serial_product` on
+    addresses, or None where the light path does not take both products
+    (`_light_product`'s conditions, each operand C-contiguous or the
+    transpose of a C-contiguous tensor).  The kernel `bmm_forward` runs for
+    these sizes, with the transposes read in place: the same chains, the
+    same bits, without the two products' separate calls and checks."""
+    batch = a.shape[:-2]
+    if b.shape[:-2] != batch or g.shape[:-2] != batch or not backend.unrecorded():
+        return None
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    nb = 1
+    for size in batch:
+        nb *= size
+    if nb * m * n * k > cpu_linalg.SERIAL_FMAS or nb * m * n * k == 0:
+        return None
+    dtype = backend.light_dtype((a, b, g), same_shape=False, transposed=True)
+    if dtype is None:
+        return None
+    ga = gb = None
+    if needs[0]:  # g (M, N) @ b^T (N, K) per batch
+        ga = backend.new_empty(g, (*batch, m, k))
+        cpu_linalg.serial_product(dtype, ga.data_ptr(), g.data_ptr(), b.data_ptr(), 0, nb, m, n, k, _layout(g),
+                                  _TRANSPOSED_LAYOUT[_layout(b)])
+    if needs[1]:  # a^T (K, M) @ g (M, N) per batch
+        gb = backend.new_empty(g, (*batch, k, n))
+        cpu_linalg.serial_product(dtype, gb.data_ptr(), a.data_ptr(), g.data_ptr(), 0, nb, k, m, n,
+                                  _TRANSPOSED_LAYOUT[_layout(a)], _layout(g))
+    return ga, gb
+
+
 class _BMM(backend.Function):
     """a (B, M, K) @ b (B, K, N)."""
 
@@ -306,6 +341,9 @@ class _BMM(backend.Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
+        light = _product_grads_light(a, b, g, ctx.needs_input_grad)
+        if light is not None:
+            return light
         ga = backend.call(_BMM, g, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
         gb = backend.call(_BMM, a.transpose(1, 2), g) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -344,6 +382,9 @@ class _BroadcastBMM(backend.Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
+        light = _product_grads_light(a, b, g, ctx.needs_input_grad)
+        if light is not None:
+            return light
         ga = gb = None
         if ctx.needs_input_grad[0]:
             ga = sum_to_shape(backend.call(_BroadcastBMM, g, b.transpose(-1, -2)), a.shape)
