@@ -309,3 +309,41 @@ def test_simulator_matches_cpu(backend):
     simulated = [_forward_backward_bits(name) for name in SIMULATED]
     backend("cpu")
     assert simulated == [_forward_backward_bits(name) for name in SIMULATED]
+
+
+@pytest.mark.parametrize("layer", ["dropout", "max_pool2d", "layer_norm", "batch_norm", "cross_entropy"])
+def test_backward_makes_no_zero_gradients_for_the_non_differentiable_outputs(layer):
+    """The fused Functions also return what only their backward reads (the
+    dropout noise, the pooling indices, the norms' statistics, the
+    log-probabilities); autograd would hand their backward a zero gradient
+    for each, a tensor allocated and filled at every step.  They ask it not
+    to (set_materialize_grads(False)): the backward creates no zeros of those
+    outputs' shapes."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class ZeroTensors(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.shapes = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket in (torch.ops.aten.zeros, torch.ops.aten.zeros_like, torch.ops.aten.new_zeros):
+                self.shapes.append(tuple(out.shape))
+            return out
+
+    x = torch.randn(4, 3, 8, 8, requires_grad=True)
+    if layer == "cross_entropy":
+        logits = torch.randn(4, 10, requires_grad=True)
+        y, x, unused = snn.CrossEntropyLoss()(logits, torch.tensor([1, 2, 3, 4])), logits, [(4, 10), (4,), ()]
+    else:
+        module = {"dropout": lambda: snn.Dropout(0.5, generator=softrep.Generator(0)),
+                  "max_pool2d": lambda: snn.MaxPool2d(2), "layer_norm": lambda: snn.LayerNorm(8),
+                  "batch_norm": lambda: snn.BatchNorm2d(3)}[layer]()
+        y = module(x)
+        unused = {"dropout": [(4, 3, 8, 8)], "max_pool2d": [(12, 4, 4), (4, 3, 4, 4)], "layer_norm": [(96,)],
+                  "batch_norm": [(1, 3, 1, 1), (4, 3, 8, 8)]}[layer]
+    with ZeroTensors() as mode:
+        (grad,) = torch.autograd.grad(y, x, torch.ones_like(y))
+    assert grad.shape == x.shape
+    assert not set(mode.shapes) & set(unused), mode.shapes

@@ -315,10 +315,13 @@ class _CrossEntropyRows(backend.Function):
         x, target, ctx.ignore_index, ctx.reduction, ctx.dtype = inputs
         _, logp, ctx.kept = output
         ctx.mark_non_differentiable(logp)
+        ctx.set_materialize_grads(False)  # no zeros for logp's and kept's gradients
         ctx.save_for_backward(x, target, logp)
 
     @staticmethod
     def backward(ctx, g, *unused):
+        if g is None:  # the loss unused
+            return None, None, None, None, None
         x, target, logp = ctx.saved_tensors
         if torch.is_grad_enabled():  # a graph of the backward: the separate ops record it
             with torch.enable_grad():

@@ -230,9 +230,12 @@ class _AffineNorm(backend.Function):
         ctx.weight, ctx.bias = weight, bias
         ctx.save_for_backward(x, weight, bias, m, s)
         ctx.mark_non_differentiable(m, s)
+        ctx.set_materialize_grads(False)  # no zeros for the statistics' gradients
 
     @staticmethod
     def backward(ctx, gy, _gm, _gs):
+        if gy is None:  # y unused
+            return (None,) * 6
         x, weight, bias, m, s = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         if torch.is_grad_enabled():
@@ -462,9 +465,12 @@ class _BatchNormAffine(backend.Function):
         ctx.weight, ctx.bias = weight, bias  # the keys of the batch tree's nodes in a split batch
         ctx.save_for_backward(x, weight, bias, xhat, s)
         ctx.mark_non_differentiable(m, ss, xhat, s)
+        ctx.set_materialize_grads(False)  # no zeros for the statistics' gradients
 
     @staticmethod
     def backward(ctx, gy, _gm, _gss, _gxhat, _gs):
+        if gy is None:  # y unused
+            return (None,) * 4
         x, weight, bias, xhat, s = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         if torch.is_grad_enabled():

@@ -110,11 +110,14 @@ class _MaxPool2d(backend.Function):
     def setup_context(ctx, inputs, output):
         x, ctx.apart = inputs[0], inputs[6]
         ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)  # no zeros for the indices' gradient
         ctx.save_for_backward(output[1])
         ctx.plane_shape = x.shape
 
     @staticmethod
     def backward(ctx, g, _):
+        if g is None:  # the values unused
+            return None, None, None, None, None, None, None
         (idx,) = ctx.saved_tensors
         P, H, W = ctx.plane_shape
         if ctx.apart:

@@ -96,10 +96,13 @@ class _Dropout(backend.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)  # no zeros for the noise's gradient
         ctx.save_for_backward(output[1])
 
     @staticmethod
     def backward(ctx, g, _):
+        if g is None:  # the output unused
+            return None, None, None
         (noise,) = ctx.saved_tensors
         return E.mul(g, noise), None, None
 
