@@ -36,6 +36,15 @@ def _scale_to_read(p, dtype):
     return dropout_scale(p, dtype) if backend.transforms_active() else _cached_scale(p, dtype)
 
 
+@functools.lru_cache(maxsize=64)
+def _keep_and_scale(p, dtype):
+    """(keep, scale) of `_Dropout` as Python floats holding values of `dtype`:
+    keep = 1 - p rounded to dtype, as bernoulli rounds its probability, and
+    `dropout_scale`; kept per (p, dtype), being numbers, not tensors."""
+    with torch.no_grad():
+        return float(torch.tensor(1.0 - p, dtype=dtype)), float(dropout_scale(p, dtype))
+
+
 def _first_draw(input):
     """The position in the draw of input's first element: 0, or in a split
     batch (softrep.distributed) that of the slice's first sample, dim 0 being
@@ -89,8 +98,7 @@ class _Dropout(backend.Function):
 
     @staticmethod
     def forward(input, p, generator):
-        keep = float(torch.tensor(1.0 - p, dtype=input.dtype))  # as bernoulli rounds its probability
-        scale = float(_scale_to_read(p, input.dtype))
+        keep, scale = _keep_and_scale(p, input.dtype)
         return dropout_draw(input, keep, scale, _first_draw(input), generator)
 
     @staticmethod
