@@ -617,3 +617,24 @@ def test_golden_file_covers_every_op():
     for op in ("mm", "bmm", "matmul", "dot", "linear", "addmm"):
         for dt in ("float32", "float64"):
             assert f"{op}.{dt}" in keys
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((5, 0), (3, 0)), ((5, 4), (0, 4)), ((0, 4), (3, 4)), ((2, 5, 0), (3, 0)),
+                                             ((2, 0, 4), (3, 4))])
+@pytest.mark.parametrize("light", [True, False], ids=["light-kernels", "separate-paths"])
+def test_linear_gradients_of_empty_dims_are_torchs(x_shape, w_shape, light, monkeypatch):
+    """No input features, no output features, no samples, no rows: the
+    gradients have torch's shapes and values (+0 where nothing is summed),
+    on the light kernels and on the separate paths."""
+    if not light:
+        monkeypatch.setattr(P, "_linear_grads_light", lambda *args: None)
+    got = []
+    for linear in (softrep.linear, torch.nn.functional.linear):
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(*x_shape, generator=gen).requires_grad_()
+        w = torch.randn(*w_shape, generator=gen).requires_grad_()
+        b = torch.randn(w_shape[0], generator=gen).requires_grad_()
+        y = linear(x, w, b)
+        got.append(torch.autograd.grad(y, (x, w, b), torch.ones_like(y)))
+    for ours, theirs in zip(*got):
+        assert ours.shape == theirs.shape and torch.equal(ours, theirs)

@@ -308,7 +308,7 @@ class Conv2dFunction(backend.Function):
                 gw = batchtree.param_grad_of_nodes(
                     "conv2d", "weight", weight, n,
                     lambda ranges: _weight_grad_nodes(g_t, xpad, ranges, stride, dilation, (kh, kw), groups)
-                    .reshape(-1, *w.shape))
+                    .reshape(len(ranges), *w.shape))
             else:
                 cols = _im2col(xpad, (kh, kw), stride, dilation, groups)
                 if streams_tree(g_s, cols):
@@ -316,7 +316,7 @@ class Conv2dFunction(backend.Function):
                     cols_t = cols.reshape(n, groups, -1, oh * ow).transpose(2, 3)
                     gw = batchtree.param_grad_of_nodes(
                         "conv2d", "weight", weight, n,
-                        lambda ranges: tree_product(g_t, cols_t, ranges).reshape(-1, *w.shape))
+                        lambda ranges: tree_product(g_t, cols_t, ranges).reshape(len(ranges), *w.shape))
                 else:
                     partials = bmm(g_s, cols.transpose(1, 2)).reshape(n, *w.shape)
                     gw = batchtree.param_grad("conv2d", "weight", weight, partials)

@@ -310,7 +310,7 @@ def _product_grads_light(a, b, g, needs):
     nb = 1
     for size in batch:
         nb *= size
-    if nb * m * n * k > cpu_linalg.SERIAL_FMAS or nb * m * n * k == 0:
+    if not 0 < nb * m * n * k <= cpu_linalg.SERIAL_FMAS:
         return None
     dtype = backend.light_dtype((a, b, g), same_shape=False, transposed=True)
     if dtype is None:
@@ -422,8 +422,8 @@ def _linear_grads_light(g3, x3, w, bias, needs):
     with one check instead of one per path."""
     samples, rows, out_features = g3.shape
     in_features = x3.shape[2]
-    if (not streams_tree(g3, x3) or batchtree.current() is not None or samples * rows == 0
-            or samples * rows * out_features * in_features > cpu_linalg.SERIAL_FMAS
+    fmas = samples * rows * out_features * in_features
+    if (not streams_tree(g3, x3) or batchtree.current() is not None or not 0 < fmas <= cpu_linalg.SERIAL_FMAS
             or (needs[2] and bias.numel() != out_features)):
         return None
     dtype = backend.light_dtype((g3, x3, w), same_shape=False)
@@ -489,12 +489,12 @@ class _Linear(backend.Function):
             return (None if gx is None else gx.view(x.shape)), (None if gw is None else gw.view(weight.shape)), gb
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            gx = backend.call(_MM, g3.reshape(-1, out_features), w, None).reshape(x.shape)
+            gx = backend.call(_MM, g3.reshape(samples * rows, out_features), w, None).reshape(x.shape)
         if ctx.needs_input_grad[1]:
             if streams_tree(g3, x3):
                 gw = batchtree.param_grad_of_nodes(
                     "linear", "weight", ctx.weight, samples,
-                    lambda ranges: tree_product(g3.unsqueeze(1), x3.unsqueeze(1), ranges).reshape(-1, *weight.shape))
+                    lambda ranges: tree_product(g3.unsqueeze(1), x3.unsqueeze(1), ranges).reshape(len(ranges), *weight.shape))
             else:
                 partials = _BMM.apply(g3.transpose(1, 2), x3)  # (samples, out, in): a chain over each sample's rows
                 gw = batchtree.param_grad("linear", "weight", ctx.weight, partials.reshape(samples, *weight.shape))
