@@ -299,8 +299,8 @@ def _product_grads_light(a, b, g, needs):
     """(g @ b^T, a^T @ g) of a product a (..., M, K) @ b (..., K, N) with the
     same batch dims (None where not needed), by `serial_product` on
     addresses, or None where the light path does not take both products
-    (`_light_product`'s conditions, each operand C-contiguous or the
-    transpose of a C-contiguous tensor).  The kernel `bmm_forward` runs for
+    (`_light_product`'s conditions; an operand neither C-contiguous nor the
+    transpose of a C-contiguous tensor is copied first).  The kernel `bmm_forward` runs for
     these sizes, with the transposes read in place: the same chains, the
     same bits, without the two products' separate calls and checks."""
     batch = a.shape[:-2]
@@ -312,6 +312,10 @@ def _product_grads_light(a, b, g, needs):
         nb *= size
     if not 0 < nb * m * n * k <= cpu_linalg.SERIAL_FMAS:
         return None
+    # an operand neither C-contiguous nor the transpose of a C-contiguous
+    # tensor (attention's heads, split from the projections) is copied, as
+    # `_broadcast_bmm`'s reshape copies it: values only moved
+    a, b, g = (t if t.is_contiguous() or t.transpose(-1, -2).is_contiguous() else t.contiguous() for t in (a, b, g))
     dtype = backend.light_dtype((a, b, g), same_shape=False, transposed=True)
     if dtype is None:
         return None
@@ -415,9 +419,9 @@ def _linear_grads_light(g3, x3, w, bias, needs):
     serial kernels the separate paths take at these sizes, through addresses,
     or None where they do not all apply: a whole batch (no BatchSlice), the
     weight's chains streamed into the tree (`streams_tree`: nothing to
-    record), plain C-contiguous CPU tensors of one float dtype, at
-    most SERIAL_FMAS fmas per product, and a bias gradient (if needed) of one
-    value per output feature.  The same kernels as `_mm`'s light product,
+    record), plain CPU tensors of one float dtype (copied to C-contiguous
+    where they are not), at most SERIAL_FMAS fmas per product, and a bias
+    gradient (if needed) of one value per output feature.  The same kernels as `_mm`'s light product,
     `tree_product` and `batchtree.param_grad_of_row_sums`, so the same bits,
     with one check instead of one per path."""
     samples, rows, out_features = g3.shape
@@ -426,6 +430,9 @@ def _linear_grads_light(g3, x3, w, bias, needs):
     if (not streams_tree(g3, x3) or batchtree.current() is not None or not 0 < fmas <= cpu_linalg.SERIAL_FMAS
             or (needs[2] and bias.numel() != out_features)):
         return None
+    # operands in another layout (a gradient coming back through attention's
+    # head split) are copied: values only moved
+    g3, x3, w = g3.contiguous(), x3.contiguous(), w.contiguous()
     dtype = backend.light_dtype((g3, x3, w), same_shape=False)
     if dtype is None:
         return None
