@@ -258,9 +258,15 @@ class _AffineNorm(backend.Function):
                     gb.reshape(bias.shape) if need_b else None, None, None, None)
         dx, gw = channels.layer_norm_rows_grad(grows, rows, filled, m, s, ctx.center)
 
+        over_batch = batchtree.broadcasts_over_batch(view, x)
+
         def param_grad(name, param, g):
-            if batchtree.broadcasts_over_batch(view, x):
-                return batchtree.broadcast_param_grad("normalization", name, param, view, g.reshape(x.shape))
+            if over_batch:
+                # the parameter is broadcast over each sample's rows, so its
+                # gradient is `broadcast_param_grad`'s sums of each sample's
+                # rows, then the batch tree, asked for directly
+                per_sample = g.reshape(x.shape[0], rows.shape[0] // x.shape[0], *param.shape)
+                return batchtree.param_grad_of_row_sums("normalization", name, param, per_sample)
             return g.reshape(param.shape)
 
         return (dx.reshape(x.shape) if need_x else None,
