@@ -501,7 +501,8 @@ class _Linear(backend.Function):
             if streams_tree(g3, x3):
                 gw = batchtree.param_grad_of_nodes(
                     "linear", "weight", ctx.weight, samples,
-                    lambda ranges: tree_product(g3.unsqueeze(1), x3.unsqueeze(1), ranges).reshape(len(ranges), *weight.shape))
+                    lambda ranges: tree_product(g3.unsqueeze(1), x3.unsqueeze(1), ranges)
+                    .reshape(len(ranges), *weight.shape))
             else:
                 partials = _BMM.apply(g3.transpose(1, 2), x3)  # (samples, out, in): a chain over each sample's rows
                 gw = batchtree.param_grad("linear", "weight", ctx.weight, partials.reshape(samples, *weight.shape))
