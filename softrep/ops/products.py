@@ -135,6 +135,19 @@ def streams_tree(*tensors):
         type(t) is torch.Tensor and t.dtype == dtype for t in tensors)
 
 
+def _tree_product_light(dtype, out, at, b, first, counts, nodes, samples, groups, k_count, m, n, largest):
+    """`tree_product`'s kernels through addresses (C-contiguous tensors of
+    numpy dtype `dtype`, counts at most `largest`): samples of one row and
+    one group by `outer_tree` (eight leaves at a time, any size), others by
+    `serial_tree_product` (at most SERIAL_FMAS fmas, on the calling thread)."""
+    if k_count == 1 and groups == 1:
+        cpu_linalg.outer_tree(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
+                              counts.data_ptr(), nodes, samples, m, n, largest)
+    else:
+        cpu_linalg.serial_tree_product(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
+                                       counts.data_ptr(), nodes, samples, groups, k_count, m, n, tree_slots(largest))
+
+
 def tree_product(at, b, ranges):
     """at (S, G, K, M), b (S, G, K, N) -> (len(ranges), G, M, N), no autograd:
     for each (first, count) in `ranges` (count >= 1) and each g, the batch tree
@@ -152,18 +165,11 @@ def tree_product(at, b, ranges):
         return out.zero_()
     first = index_table([f for f, _ in ranges], at.device)
     counts = index_table([c for _, c in ranges], at.device)
-    if k_count == 1 and groups == 1:  # one row per sample: eight leaves at a time, any size
+    if (k_count == 1 and groups == 1) or samples * groups * k_count * m * n <= cpu_linalg.SERIAL_FMAS:
         dtype = backend.light_dtype((at, b, out), same_shape=False)
         if dtype is not None:
-            cpu_linalg.outer_tree(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
-                                  counts.data_ptr(), len(ranges), samples, m, n, max(c for _, c in ranges))
-            return out
-    if samples * groups * k_count * m * n <= cpu_linalg.SERIAL_FMAS:
-        dtype = backend.light_dtype((at, b, out), same_shape=False)
-        if dtype is not None:  # on the calling thread, through addresses
-            cpu_linalg.serial_tree_product(dtype, out.data_ptr(), at.data_ptr(), b.data_ptr(), first.data_ptr(),
-                                           counts.data_ptr(), len(ranges), samples, groups, k_count, m, n,
-                                           tree_slots(max(c for _, c in ranges)))
+            _tree_product_light(dtype, out, at, b, first, counts, len(ranges), samples, groups, k_count, m, n,
+                                max(c for _, c in ranges))
             return out
     dims = index_table([samples, groups, k_count, m, n], at.device)
     if backend.on_cpu_launcher(at, b):
@@ -300,9 +306,10 @@ def _product_grads_light(a, b, g, needs):
     same batch dims (None where not needed), by `serial_product` on
     addresses, or None where the light path does not take both products
     (`_light_product`'s conditions; an operand neither C-contiguous nor the
-    transpose of a C-contiguous tensor is copied first).  The kernel `bmm_forward` runs for
-    these sizes, with the transposes read in place: the same chains, the
-    same bits, without the two products' separate calls and checks."""
+    transpose of a C-contiguous tensor is copied first).  The kernel
+    `bmm_forward` runs for these sizes, with the transposes read in place:
+    the same chains, the same bits, without the two products' separate calls
+    and checks."""
     batch = a.shape[:-2]
     if b.shape[:-2] != batch or g.shape[:-2] != batch or not backend.unrecorded():
         return None
@@ -421,9 +428,10 @@ def _linear_grads_light(g3, x3, w, bias, needs):
     weight's chains streamed into the tree (`streams_tree`: nothing to
     record), plain CPU tensors of one float dtype (copied to C-contiguous
     where they are not), at most SERIAL_FMAS fmas per product, and a bias
-    gradient (if needed) of one value per output feature.  The same kernels as `_mm`'s light product,
-    `tree_product` and `batchtree.param_grad_of_row_sums`, so the same bits,
-    with one check instead of one per path."""
+    gradient (if needed) of one value per output feature.  The same kernels
+    as `_mm`'s light product, `tree_product` and
+    `batchtree.param_grad_of_row_sums`, so the same bits, with one check
+    instead of one per path."""
     samples, rows, out_features = g3.shape
     in_features = x3.shape[2]
     fmas = samples * rows * out_features * in_features
@@ -443,14 +451,8 @@ def _linear_grads_light(g3, x3, w, bias, needs):
                                   out_features, in_features)
     if needs[1]:  # the batch tree of the samples' g_s^T @ x_s
         gw = backend.new_empty(w, (out_features, in_features))
-        first, counts = index_table([0]), index_table([samples])
-        if rows == 1:
-            cpu_linalg.outer_tree(dtype, gw.data_ptr(), g3.data_ptr(), x3.data_ptr(), first.data_ptr(),
-                                  counts.data_ptr(), 1, samples, out_features, in_features, samples)
-        else:
-            cpu_linalg.serial_tree_product(dtype, gw.data_ptr(), g3.data_ptr(), x3.data_ptr(), first.data_ptr(),
-                                           counts.data_ptr(), 1, samples, 1, rows, out_features, in_features,
-                                           tree_slots(samples))
+        _tree_product_light(dtype, gw, g3, x3, index_table([0]), index_table([samples]), 1, samples, 1, rows,
+                            out_features, in_features, samples)
     if needs[2]:  # the batch tree of the samples' sums of their rows of g
         gb = backend.new_empty(g3, tuple(bias.shape))
         cpu_reduce.serial_batch_row_sums(dtype, gb.data_ptr(), g3.data_ptr(), samples, rows, out_features)
