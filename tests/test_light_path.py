@@ -286,6 +286,48 @@ def test_product_backward_on_the_light_kernel_gives_the_separate_paths_bits(a_sh
         assert x.shape == y.shape and torch.equal(_bits(x), _bits(y))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("fn,shape,affine", [
+    ("layer_norm", (4, 32, 16), True),  # groups of 8 float32 rows
+    ("layer_norm", (13, 24), True),  # groups, then 5 rows one at a time
+    ("layer_norm", (6, 5, 7), False),  # rows of 7: one at a time
+    ("rms_norm", (3, 8, 4, 8), True),  # two normalised dims
+    ("rms_norm", (9, 16), False),
+], ids=["groups", "groups-and-tail", "odd-rows", "rms-2-dims", "rms-no-weight"])
+def test_small_layer_norms_on_the_serial_kernels_give_the_launchers_bits(fn, shape, affine, dtype, monkeypatch):
+    """layer_norm's and rms_norm's row passes of at most SERIAL_WORK elements
+    run on the calling thread through addresses (`serial_layer_norm`,
+    `serial_layer_norm_grad`); forward and backward give the launchers'
+    bits, which tests/test_normalization.py checks against the separate ops."""
+    from softrep.cpu import normalization as cpu_normalization
+
+    normalized = shape[2:] if fn == "rms_norm" and len(shape) == 4 else shape[-1:]
+    # the specials in the first row only: a NaN in the weight would make every row's sums NaN
+    x = _special(int(np.prod(shape)), dtype, 8).reshape(shape).requires_grad_()
+    generator = torch.Generator().manual_seed(9)
+    w = torch.nn.Parameter(torch.randn(normalized, generator=generator, dtype=dtype)) if affine else None
+    b = torch.nn.Parameter(torch.randn(normalized, generator=generator, dtype=dtype)) \
+        if affine and fn == "layer_norm" else None
+    g = _special(int(np.prod(shape)), dtype, 11).reshape(shape)
+    params = tuple(t for t in (x, w, b) if t is not None)
+
+    def run():
+        y = getattr(softrep.nn.functional, fn)(x, normalized, *(w, b)[:1 if fn == "rms_norm" else 2])
+        return (y, *torch.autograd.grad(y, params, g))
+
+    calls = []
+    for name in ("serial_layer_norm", "serial_layer_norm_grad"):
+        kernel = getattr(cpu_normalization, name)
+        monkeypatch.setattr(cpu_normalization, name, lambda *a, kernel=kernel, name=name: calls.append(name) or kernel(*a))
+    got = run()
+    assert calls == ["serial_layer_norm", "serial_layer_norm_grad"]
+    monkeypatch.setattr(backend, "SERIAL_WORK", -1)  # the launchers, on all threads
+    want = run()
+    assert calls == ["serial_layer_norm", "serial_layer_norm_grad"]
+    for a, c in zip(got, want):
+        assert a.shape == c.shape and torch.equal(_bits(a), _bits(c))
+
+
 @pytest.mark.parametrize("op", [lambda x: softrep.sum(x, dim=1), lambda x: softrep.amax(x, dim=0),
                                 lambda x: softrep.mm(x[:, :20], x[:, :20].t()), lambda x: softrep.mul(x, 3.0)],
                          ids=["sum", "amax", "mm", "mul-number"])

@@ -27,7 +27,7 @@ batch-tree nodes formed in the pass (see there).
 """
 
 import numpy as np
-from numba import njit, prange, types
+from numba import carray, njit, prange, types
 from numba.extending import register_jitable
 
 from ..algorithms.normalization import (affine_element, batch_norm_grad_row, batch_norm_grad_terms, grad_terms,
@@ -36,8 +36,9 @@ from ..algorithms.normalization import (affine_element, batch_norm_grad_row, bat
                                         scaled_normalize_grad_element)
 from ..algorithms.products import tree_carry, tree_finish, tree_node_of_eight, tree_slot, tree_slots
 from ..algorithms.reduction import BLOCK, STACK, term_centered_square, zero_like
+from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.vector import LANES
-from .launch import kernel
+from .launch import address_as_pointer, kernel
 from .reduce import GROUPS_PER_ITEM, eight_rows_f32_into, eight_rows_scratch
 
 _FLOATS = (types.float32, types.float64)
@@ -468,3 +469,66 @@ def layer_norm_grad_nodes(dx, gw, nodes, gy, x, w, m, s, n, center):
     _grad_node_items(dx, gw, nodes, gy, x, w, m, s, n, center, groups)
     if groups * LANES < x.shape[0]:
         _grad_rows(dx, gw, gy, x, w, m, s, n, center, groups * LANES)
+
+
+# --------------------------------------------------------------------------- the light path
+#
+# A small layer_norm (one that `backend.execute` would run on one thread
+# anyway) through the tensors' addresses, on the calling thread: the same row kernels as the launchers above (groups of 8
+# float32 rows where `layer_norm` takes them, then the rows one at a time),
+# so the same bits, without the numpy views, the launch and the thread-count
+# switch.  The kernel sets IEEE's control state itself.
+
+def _serial_layer_norms(dtype):
+    eight = np.dtype(dtype) == np.float32
+
+    def forward_serial(y, m, s, x, w, b, rows, length, n, eps, center, mask):
+        old = enter_ieee(mask)
+        Y, X = carray(address_as_pointer(y), (rows, length), dtype), carray(address_as_pointer(x), (rows, length), dtype)
+        M, S = carray(address_as_pointer(m), rows, dtype), carray(address_as_pointer(s), rows, dtype)
+        W, B = carray(address_as_pointer(w), length, dtype), carray(address_as_pointer(b), length, dtype)
+        groups = rows // LANES if eight and length % LANES == 0 else 0
+        if groups:
+            _layer_norm_eight(Y, M, S, X, W, B, n, eps, center, 0, groups)
+        if groups * LANES < rows:
+            _layer_norm_rows(Y, M, S, X, W, B, n, eps, center, groups * LANES, rows)
+        leave_ieee(old)
+
+    def grad_serial(dx, gw, gy, x, w, m, s, rows, length, n, center, mask):
+        old = enter_ieee(mask)
+        DX, GW = carray(address_as_pointer(dx), (rows, length), dtype), carray(address_as_pointer(gw), (rows, length),
+                                                                                dtype)
+        GY, X = carray(address_as_pointer(gy), (rows, length), dtype), carray(address_as_pointer(x), (rows, length),
+                                                                               dtype)
+        W = carray(address_as_pointer(w), length, dtype)
+        M, S = carray(address_as_pointer(m), rows, dtype), carray(address_as_pointer(s), rows, dtype)
+        groups = rows // LANES if eight and length % LANES == 0 else 0
+        if groups:
+            _layer_norm_grad_eight(DX, GW, GY, X, W, M, S, n, center, 0, groups)
+        if groups * LANES < rows:
+            _layer_norm_grad_rows(DX, GW, GY, X, W, M, S, n, center, groups * LANES, rows)
+        leave_ieee(old)
+
+    name, address = np.dtype(dtype).name, types.intp
+    t = types.float32 if eight else types.float64
+    forward = kernel(f"normalization.serial_layer_norm.{name}", (address,) * 6 + (_I, _I, t, t, _B, _I))(
+        njit(cache=True, error_model="numpy")(forward_serial))
+    grad = kernel(f"normalization.serial_layer_norm_grad.{name}", (address,) * 7 + (_I, _I, t, _B, _I))(
+        njit(cache=True, error_model="numpy")(grad_serial))
+    return forward, grad
+
+
+_SERIAL = {np.dtype(t): _serial_layer_norms(t) for t in (np.float32, np.float64)}
+
+
+def serial_layer_norm(dtype, y, m, s, x, w, b, rows, length, eps, center):
+    """`layer_norm` on the calling thread for buffers of numpy dtype `dtype`
+    given by their addresses: y and x (rows, length), m and s (rows), w and
+    b (length), all C-contiguous."""
+    _SERIAL[dtype][0](y, m, s, x, w, b, rows, length, dtype.type(length), dtype.type(eps), center, CONTROL_MASK)
+
+
+def serial_layer_norm_grad(dtype, dx, gw, gy, x, w, m, s, rows, length, center):
+    """`layer_norm_grad` on the calling thread, as `serial_layer_norm`: dx,
+    gw, gy and x (rows, length), w (length), m and s (rows)."""
+    _SERIAL[dtype][1](dx, gw, gy, x, w, m, s, rows, length, dtype.type(length), center, CONTROL_MASK)

@@ -105,6 +105,19 @@ def batch_norm_grad_sums(gy, xhat, w):
     return sums.reshape(gy.shape[0], gy.shape[1], 4)
 
 
+def _serial_dtype(rows, *others):
+    """The numpy dtype when a layer_norm pass over `rows` (R, n) may take the
+    light path (`cpu_normalization.serial_layer_norm`): at most
+    backend.SERIAL_WORK elements, which `backend.execute` would also run on
+    one thread, and plain C-contiguous CPU tensors of one float dtype (the
+    weight and bias 1-D, the statistics of R elements); else None.  The
+    tensors belong to the caller's autograd Function, which records the
+    gradient."""
+    if rows.numel() > backend.SERIAL_WORK:
+        return None
+    return backend.light_dtype((rows, *others), same_shape=False, own_function=True)
+
+
 def layer_norm_rows(rows, w, b, eps, center):
     """(y, m, s) of layer_norm (rms_norm when not `center`) on rows (R, n) with
     the affine map: y[i] = add(mul(div(sub(rows[i], m[i]), s[i]), w), b), m
@@ -113,8 +126,13 @@ def layer_norm_rows(rows, w, b, eps, center):
     The launch's work is the rows' elements: up to backend.SERIAL_WORK of
     them one thread is faster than two (docs/benchmarks.md)."""
     R, n = rows.shape
-    y = rows.new_empty(rows.shape)
+    y = backend.new_empty(rows, (R, n))
     m, s = rows.new_empty(R), rows.new_empty(R)
+    dtype = _serial_dtype(rows, w, b)
+    if dtype is not None:
+        cpu_normalization.serial_layer_norm(dtype, y.data_ptr(), m.data_ptr(), s.data_ptr(), rows.data_ptr(),
+                                            w.data_ptr(), b.data_ptr(), R, n, eps, bool(center))
+        return y, m, s
     backend.execute(cpu_normalization.layer_norm, cuda_normalization.layer_norm, [y, m, s],
                     [rows, w.detach().reshape(-1).contiguous(), b.detach().reshape(-1).contiguous()],
                     float(n), float(eps), bool(center), work=rows.numel())
@@ -124,8 +142,13 @@ def layer_norm_rows(rows, w, b, eps, center):
 def layer_norm_rows_grad(gy, rows, w, m, s, center):
     """(dx, gw) of `layer_norm_rows`' backward: dx the gradient of the rows and
     gw[i] = mul(gy[i], xhat[i]), the weight's per-row partials."""
-    n = rows.shape[1]
-    dx, gw = gy.new_empty(gy.shape), gy.new_empty(gy.shape)
+    R, n = rows.shape
+    dx, gw = backend.new_empty(gy, (R, n)), backend.new_empty(gy, (R, n))
+    dtype = _serial_dtype(gy, rows, w, m, s)
+    if dtype is not None:
+        cpu_normalization.serial_layer_norm_grad(dtype, dx.data_ptr(), gw.data_ptr(), gy.data_ptr(), rows.data_ptr(),
+                                                 w.data_ptr(), m.data_ptr(), s.data_ptr(), R, n, bool(center))
+        return dx, gw
     backend.execute(cpu_normalization.layer_norm_grad, cuda_normalization.layer_norm_grad, [dx, gw],
                     [gy, rows, w.detach().reshape(-1).contiguous(), m.detach(), s.detach()], float(n), bool(center),
                     work=rows.numel())
