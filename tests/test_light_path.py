@@ -328,6 +328,35 @@ def test_small_layer_norms_on_the_serial_kernels_give_the_launchers_bits(fn, sha
         assert a.shape == c.shape and torch.equal(_bits(a), _bits(c))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("shapes", [((64, 70), (70,)), ((64, 70), (64, 1)), ((4, 6, 5, 7), (6, 5, 1)),
+                                    ((7, 5, 3), ()), ((7, 5, 3), 0.25)],
+                         ids=["bias", "row-statistic", "middle-dims", "0-d-strided", "number-strided"])
+def test_small_broadcasts_on_the_serial_kernel_give_the_parallel_bits(shapes, op, dtype, monkeypatch):
+    """A broadcast second operand of a small op is read in place by the serial
+    kernel through addresses (`launch_broadcast_serial`), with the bits of
+    the parallel launch; so is a 0-d tensor or a Python number against a
+    strided tensor (attention's scale of its heads), which the same-shape
+    light path does not take."""
+    shape, small = shapes
+    x = _special(int(np.prod(shape)), dtype, 12).reshape(shape)
+    if shape == (7, 5, 3):
+        x = x.transpose(0, 2)
+    y = small if isinstance(small, float) else _special(max(1, int(np.prod(small))), dtype, 13).reshape(small)
+    calls = []
+    launch = cpu_launch.launch_broadcast_serial
+    monkeypatch.setattr(cpu_launch, "launch_broadcast_serial", lambda *a: calls.append(a) or launch(*a))
+    got = getattr(softrep, op)(x.requires_grad_(), y)  # recorded: not the same-shape light path
+    assert len(calls) == 1
+    for spec in E.SPECS.values():
+        for run in spec.broadcast_launchers.values():
+            monkeypatch.setattr(run, "serial_max", -1)
+    want = getattr(softrep, op)(x, y)
+    assert len(calls) == 1
+    assert torch.equal(_bits(got), _bits(want))
+
+
 @pytest.mark.parametrize("op", [lambda x: softrep.sum(x, dim=1), lambda x: softrep.amax(x, dim=0),
                                 lambda x: softrep.mm(x[:, :20], x[:, :20].t()), lambda x: softrep.mul(x, 3.0)],
                          ids=["sum", "amax", "mm", "mul-number"])

@@ -134,6 +134,24 @@ def broadcast_second(f):
         for r in prange(rows):
             blocked_row(out[r * inner:(r + 1) * inner], x[r * inner:(r + 1) * inner], y[r % period])
 
+    def serial_of(dtype):
+        # the same rows on the calling thread, the buffers given by their
+        # addresses (see `_serial_kernel`)
+        def serial(out, x, y, outer, period, inner, mask):
+            old = enter_ieee(mask)
+            n = outer * period * inner
+            o, a = carray(_address_as_pointer(out), n, dtype), carray(_address_as_pointer(x), n, dtype)
+            b = carray(_address_as_pointer(y), period, dtype)
+            if inner == 1:
+                for r in range(outer):
+                    periodic_row(o[r * period:(r + 1) * period], a[r * period:(r + 1) * period], b)
+            else:
+                for r in range(outer * period):
+                    blocked_row(o[r * inner:(r + 1) * inner], a[r * inner:(r + 1) * inner], b[r % period])
+            leave_ieee(old)
+
+        return njit(cache=True, error_model="numpy")(serial)
+
     periodic = njit(parallel=True, cache=True, error_model="numpy")(periodic)
     blocked = njit(parallel=True, cache=True, error_model="numpy")(blocked)
     arrays = elementwise_signatures(f, 2)
@@ -148,6 +166,14 @@ def broadcast_second(f):
         else:
             blocked(out, x, y, outer * period, period, inner)
 
+    run.serial = {}
+    run.serial_max = SERIAL_MAX
+    for signature in arrays:
+        dtype = np.dtype(str(signature[0].dtype))
+        serial = run.serial[dtype] = serial_of(dtype.type)
+        argtypes = ((types.intp,) * 3 + (types.int64,) * 4,)
+        kernels += (add(f"elementwise.{f.__name__}.broadcast_serial.{dtype.name}",
+                        lambda s=serial, a=argtypes: (s, a)),)
     run.kernels = kernels
     return run
 
@@ -274,6 +300,13 @@ def launch_serial(run, dtype, out, inputs, n):
     """Run the serial kernel of launcher `run` on addresses: `out` and `inputs`
     are C-contiguous buffers of n elements of numpy dtype `dtype`."""
     run.serial[dtype](out, *inputs, n, CONTROL_MASK)
+
+
+def launch_broadcast_serial(run, dtype, out, x, y, outer, period, inner):
+    """Run the serial kernel of `broadcast_second` launcher `run` on addresses:
+    out and x C-contiguous buffers of outer * period * inner elements of numpy
+    dtype `dtype`, y of `period`; the layout of `run`."""
+    run.serial[dtype](out, x, y, outer, period, inner, CONTROL_MASK)
 
 
 CHUNK = 8192  # elements per work item of the decided-first launcher (32 KB of float32)

@@ -82,7 +82,12 @@ def _apply(fn, kernel_launchers, names, tensors, out=None, broadcast_run=None):
             layout = _broadcast_layout(shape, second)
     if layout is not None:
         x, y = tensors[0].detach().contiguous().reshape(-1), second.detach().contiguous().reshape(-1)
-        backend.execute(broadcast_run, None, [target.view(-1)], [x, y], *layout, work=n)
+        dtype = backend.cpu_dtype([target, x, y]) if n <= broadcast_run.serial_max else None
+        if dtype is not None and dtype in broadcast_run.serial:
+            cpu_launch.launch_broadcast_serial(broadcast_run, dtype, target.data_ptr(), x.data_ptr(), y.data_ptr(),
+                                               *layout)
+        else:
+            backend.execute(broadcast_run, None, [target.view(-1)], [x, y], *layout, work=n)
     elif n:
         flat = [(t if t.shape == shape else t.expand(shape)).detach().contiguous().reshape(-1) for t in tensors]
         cpu_run, cuda_run = kernel_launchers
