@@ -103,3 +103,24 @@ def test_closures_of_one_factory_compiled_apart_load_together(tmp_path):
         out = subprocess.run([sys.executable, "-c", prelude + step], env=env, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "ok"
+
+
+AUDIT_FIRST = r"""
+import re, softrep
+from softrep.cpu.launch import KERNELS
+from softrep.tools.kernel_audit import cpu_llvm
+compiled, signatures = KERNELS["linalg.serial_product.float32"].build()
+print(len(re.findall(r"call [^@\n]*@llvm\.fma\.v\d+f32\(", cpu_llvm(compiled, signatures[0]))))
+"""
+
+
+def test_the_micro_kernels_vectorise_whoever_compiles_them_first(tmp_path):
+    """The kernels that run the micro-kernel need LLVM's SLP vectorizer while
+    they compile (softrep.cpu.linalg.compiled_with_slp), and what compiles
+    first is cached for every later process.  Compiled first by the kernel
+    audit, in a fresh cache, the serial product still gets vector fmas (it
+    had none when only its callers turned the vectorizer on)."""
+    env = dict(os.environ, SOFTREP_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    out = subprocess.run([sys.executable, "-c", AUDIT_FIRST], env=env, capture_output=True, text=True, check=True)
+    assert int(out.stdout.strip().splitlines()[-1]) > 0

@@ -26,7 +26,7 @@ from ..algorithms.products import finish, finish_add, micro_kernel, tree_carry, 
 from ..primitives.vector import LANES, even_lanes_f32x8, load_f32x8, store_f32x8, transpose_f32x8
 from .launch import SERIAL_MAX, kernel, on_one_thread
 from .workspace import scratch
-from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, equal_blocks, host_micro_kernel, packed_a, slp_vectorize,
+from .linalg import (KC, MR, NC_PANELS, NR, ceil_to, compiled_with_slp, equal_blocks, host_micro_kernel, packed_a,
                      store_tree_block, tree_first_operand, tree_nodes, tree_run, tree_task)
 
 
@@ -136,6 +136,7 @@ def _make_conv_blocks(micro, mr, nr, dtype):
     flat = types.Array(dtype, 1, "C")
 
     @kernel(f"conv.blocks.{dtype}", (flat, flat, flat, types.Array(types.uint64, 1, "C")) + (types.int64,) * 14)
+    @compiled_with_slp
     @njit(parallel=True, cache=True, error_model="numpy")
     def conv_blocks(c_flat, ap_flat, xflat, taps, groups, m_panels, n_panels, kk, kc, nc_panels, c_in, hp, wp, sh,
                     sw, n_img, oh, ow):
@@ -276,9 +277,8 @@ def conv2d(out, w_g, xpad, bias_rows, has_bias, sh, sw, dh, dw, kh, kw):
     m_panels, n_panels = ap.shape[1], ceil_to(n_img * oh * ow, nr) // nr
     cpad = scratch("accumulators", (groups, m_panels * MR, n_panels * nr), dtype)
     taps = _taps(groups, c_in // groups, kh, kw, dh, dw, hp, wp)
-    with slp_vectorize():
-        _CONV_BLOCKS[dtype](cpad.reshape(-1), ap.reshape(-1), np.ascontiguousarray(xpad).reshape(-1), taps, groups,
-                            m_panels, n_panels, kk, KC, NC_PANELS, c_in, hp, wp, sh, sw, n_img, oh, ow)
+    _CONV_BLOCKS[dtype](cpad.reshape(-1), ap.reshape(-1), np.ascontiguousarray(xpad).reshape(-1), taps, groups,
+                        m_panels, n_panels, kk, KC, NC_PANELS, c_in, hp, wp, sh, sw, n_img, oh, ow)
     _finish_images(out, cpad, bias_rows, bool(has_bias))
 
 
@@ -396,6 +396,7 @@ def _make_weight_grad_blocks(micro, mr, nr, dtype):
 
     @kernel(f"conv.weight_grad_blocks.{dtype}", (types.Array(dtype, 4, "C"), types.Array(dtype, 4, "C"), flat,
                                                  types.Array(types.uint64, 1, "C"), index, index) + (types.int64,) * 11)
+    @compiled_with_slp
     @njit(parallel=True, cache=True, error_model="numpy")
     def weight_grad_blocks(out, at, xflat, taps, first, counts, slots, run, c_in, hp, wp, sh, sw, oh, ow, groups,
                            kk):
@@ -460,9 +461,8 @@ def weight_grad_tree(out, g_t, xpad, first, counts, sh, sw, dh, dw, kh, kw, grou
 
     def compute(nodes_out, nodes_first, nodes_counts):
         slots = tree_slots(nodes_counts)
-        with slp_vectorize():
-            _WEIGHT_GRAD_BLOCKS[dtype](nodes_out, at, xflat, taps, nodes_first, nodes_counts, slots, run, c_in, hp,
-                                       wp, sh, sw, oh, ow, groups, kk)
+        _WEIGHT_GRAD_BLOCKS[dtype](nodes_out, at, xflat, taps, nodes_first, nodes_counts, slots, run, c_in, hp, wp,
+                                   sh, sw, oh, ow, groups, kk)
 
     columns = ceil_to(kk, NR[dtype]) // NR[dtype]
     tree_nodes(compute, out, first, counts, first.size * groups * columns * -(-panels // run),

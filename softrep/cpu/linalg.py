@@ -353,10 +353,60 @@ def equal_blocks(panels, most):
     return blocks, (panels + blocks - 1) // max(1, blocks)
 
 
+_slp_width_set = False
+
+
+@contextlib.contextmanager
+def slp_vectorize():
+    """Compile with LLVM's SLP vectorizer, which Numba leaves off by default.
+
+    It is what turns the micro-kernel's rows of NR scalar fmas into vfmadd on
+    vector registers.  Vectorizing changes no rounding: each lane is the same
+    IEEE fma (no fast-math flags, nothing reassociated).  Numba reads the flag
+    whenever it builds a pass pipeline, so it only matters while a kernel
+    compiles; loading a cached kernel is unaffected.
+
+    The vectorizer's register width is set to the blocking's: LLVM's cost
+    model prefers 256-bit vectors on most AVX-512 CPUs, which would split each
+    row of the AVX-512 block into ymm halves and leave half of the 32 zmm
+    registers' width unused.  The option is LLVM's, process-wide, and only
+    read by the SLP vectorizer, which Numba runs only when asked to.
+    """
+    global _slp_width_set
+    if not _slp_width_set:
+        llvm.set_option("", f"-slp-max-reg-size={BLOCKING.vector_bits}")
+        _slp_width_set = True
+    saved = _numba_config.SLP_VECTORIZE
+    _numba_config.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        _numba_config.SLP_VECTORIZE = saved
+
+
+def compiled_with_slp(dispatcher):
+    """`dispatcher` (a Numba dispatcher of a kernel that runs the
+    micro-kernel) made to compile inside `slp_vectorize`, whoever compiles
+    it: its first call, the kernel audit, a caller's compile.  Its compiled
+    code goes to the on-disk cache, and every later process loads it as it
+    is: compiled once without the vectorizer (by the audit, before the
+    kernel's first call), its micro-kernel would stay scalar for good.  The
+    audit then also reads the code that runs."""
+    compile_plain = dispatcher.compile
+
+    def compile(signature):
+        with slp_vectorize():
+            return compile_plain(signature)
+
+    dispatcher.compile = compile
+    return dispatcher
+
+
 def _make_blocks(micro, mr, nr, dtype):
     flat = types.Array(dtype, 1, "C")
 
     @kernel(f"linalg.blocks.{dtype}", (flat, flat, flat) + (_I,) * 7)
+    @compiled_with_slp
     @njit(parallel=True, cache=True)
     def blocks(c_flat, ap_flat, bp_flat, nb, m_panels, n_panels, k_count, kc, mc_panels, nc_panels):
         # flat arrays: cpad (nb, m_panels*mr, npad), ap (nb, m_panels, K, mr), bp (nb, n_panels, K, nr)
@@ -415,37 +465,6 @@ def _finish_outputs_bias_rows(out, cpad, bias):
         b, i = t // m, t % m
         for j in range(n):
             out[b, i, j] = finish_add(cpad[b, i, j], bias[b, i])
-
-
-_slp_width_set = False
-
-
-@contextlib.contextmanager
-def slp_vectorize():
-    """Compile with LLVM's SLP vectorizer, which Numba leaves off by default.
-
-    It is what turns the micro-kernel's rows of NR scalar fmas into vfmadd on
-    vector registers.  Vectorizing changes no rounding: each lane is the same
-    IEEE fma (no fast-math flags, nothing reassociated).  Numba reads the flag
-    whenever it builds a pass pipeline, so it only matters while a kernel
-    compiles; loading a cached kernel is unaffected.
-
-    The vectorizer's register width is set to the blocking's: LLVM's cost
-    model prefers 256-bit vectors on most AVX-512 CPUs, which would split each
-    row of the AVX-512 block into ymm halves and leave half of the 32 zmm
-    registers' width unused.  The option is LLVM's, process-wide, and only
-    read by the SLP vectorizer, which Numba runs only when asked to.
-    """
-    global _slp_width_set
-    if not _slp_width_set:
-        llvm.set_option("", f"-slp-max-reg-size={BLOCKING.vector_bits}")
-        _slp_width_set = True
-    saved = _numba_config.SLP_VECTORIZE
-    _numba_config.SLP_VECTORIZE = 1
-    try:
-        yield
-    finally:
-        _numba_config.SLP_VECTORIZE = saved
 
 
 def ceil_to(x, step):
@@ -509,9 +528,8 @@ def product_packed(out, a, bp, addend=None, bias_rows=None, narrow=None):
     mpad, npad = ap.shape[1] * MR, bp.shape[1] * nr
     cpad = scratch("accumulators", (nb, mpad, npad), dtype)
     blocks = _blocks_f32 if dtype == np.float32 else _blocks_f64
-    with slp_vectorize():
-        blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC,
-               MC_PANELS, NC_PANELS)
+    blocks(cpad.reshape(-1), ap.reshape(-1), bp.reshape(-1), nb, mpad // MR, npad // nr, k_count, KC, MC_PANELS,
+           NC_PANELS)
     finish_padded(out, cpad, addend, bias_rows, narrow)
 
 
@@ -672,14 +690,13 @@ def _serial_product(dtype):
     address = types.intp
     name = np.dtype(dtype).name
     serial = kernel(f"linalg.serial_product.{name}", (address,) * 5 + (_I,) * 8)(
-        njit(cache=True, error_model="numpy")(product_serial))
+        compiled_with_slp(njit(cache=True, error_model="numpy")(product_serial)))
     split = kernel(f"linalg.split_product.{name}", (address,) * 5 + (_I,) * 9)(
-        njit(parallel=True, cache=True)(product_split))
+        compiled_with_slp(njit(parallel=True, cache=True)(product_split)))
     return serial, split
 
 
 _SERIAL_PRODUCT = {np.dtype(t): _serial_product(t) for t in (np.float32, np.float64)}
-_SERIAL_LOADED = set()
 
 
 # Products of at least SPLIT_FMAS fmas (and at most SERIAL_FMAS) split their
@@ -711,21 +728,11 @@ def serial_product(dtype, out, a, b, addend, nb, m, k, n, a_layout=ROWS, b_layou
     tasks = _tasks(nb, m, k, n)
     if tasks > 1:
         task_bytes, work = _split_work(dtype, m, k, n, 1, tasks)
-        with _first_compile(("split", dtype)), ieee_state():
+        with ieee_state():
             split(out, a, b, addend, work, task_bytes, tasks, nb, m, k, n, a_layout, b_layout, addend_kind)
         return
     work = scratch_address("serial_product", _serial_work_bytes(dtype, m, k, n, 1))
-    with _first_compile(dtype):
-        serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
-
-
-def _first_compile(key):
-    """The micro-kernel's vectorizer around a serial kernel's first call (when
-    it is compiled or loaded); nothing afterwards."""
-    if key in _SERIAL_LOADED:
-        return contextlib.nullcontext()
-    _SERIAL_LOADED.add(key)
-    return slp_vectorize()
+    serial(out, a, b, addend, work, nb, m, k, n, a_layout, b_layout, addend_kind, CONTROL_MASK)
 
 
 def _split_work(dtype, m, k, n, outputs, tasks):
@@ -874,12 +881,14 @@ def _make_tree_blocks(micro, mr, nr, dtype):
         return first.size * at.shape[1] * (bm.shape[3] // nr) * ((panels + run - 1) // run)
 
     @kernel(f"linalg.tree_blocks.{dtype}", signature)
+    @compiled_with_slp
     @njit(parallel=True, cache=True)
     def tree_blocks(out, at, bm, first, counts, slots, run):
         for t in prange(task_count(out, at, bm, first, run)):
             run_task(t, out, at, bm, first, counts, slots, run)
 
     @kernel(f"linalg.tree_blocks_serial.{dtype}", signature)
+    @compiled_with_slp
     @njit(cache=True)
     def tree_blocks_serial(out, at, bm, first, counts, slots, run):
         for t in range(task_count(out, at, bm, first, run)):
@@ -956,9 +965,9 @@ def _serial_tree_product(dtype):
     address = types.intp
     name = np.dtype(dtype).name
     serial = kernel(f"linalg.serial_tree_product.{name}", (address,) * 6 + (_I,) * 8)(
-        njit(cache=True, error_model="numpy")(tree_product_serial))
+        compiled_with_slp(njit(cache=True, error_model="numpy")(tree_product_serial)))
     split = kernel(f"linalg.split_tree_product.{name}", (address,) * 4 + (_I,) * 2 + (address,) * 2 + (_I,) * 7)(
-        njit(parallel=True, cache=True)(tree_product_split))
+        compiled_with_slp(njit(parallel=True, cache=True)(tree_product_split)))
     return serial, split
 
 
@@ -977,12 +986,11 @@ def serial_tree_product(dtype, out, at, bm, first, counts, nodes, samples, group
     tasks = _tasks(samples * groups, m, k, n)
     if tasks > 1:
         task_bytes, work = _split_work(dtype, m, k, n, slots, tasks)
-        with _first_compile(("tree split", dtype)), ieee_state():
+        with ieee_state():
             split(out, at, bm, work, task_bytes, tasks, first, counts, nodes, samples, groups, k, m, n, slots)
         return
     work = scratch_address("serial_product", _serial_work_bytes(dtype, m, k, n, slots))
-    with _first_compile(("tree", dtype)):
-        serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, CONTROL_MASK)
+    serial(out, at, bm, work, first, counts, nodes, samples, groups, k, m, n, slots, CONTROL_MASK)
 
 
 # Samples of one row (K = 1, one group: a linear layer's [batch, features]
@@ -1133,8 +1141,7 @@ def tree_product(out, at, bm, first, counts, dims):
 
     def compute(nodes_out, nodes_first, nodes_counts):
         slots = tree_slots(nodes_counts)
-        with slp_vectorize():
-            blocks(nodes_out, at_pad, b_pad, nodes_first, nodes_counts, slots, run)
+        blocks(nodes_out, at_pad, b_pad, nodes_first, nodes_counts, slots, run)
 
     if blocks is serial:
         compute(out.reshape(-1, groups, m, n), first, counts)
