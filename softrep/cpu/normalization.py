@@ -178,7 +178,7 @@ def batch_norm_grad(sums, gy, xhat, w):
     channel weight (the gradient of xhat is scratch: `normalize_grad`
     recomputes it).  Contiguous float32 rows of a multiple of 8 elements run
     8 at a time (`_batch_norm_grad_eight`), the rest one by one."""
-    groups = gy.shape[0] // LANES if _eight_rows(gy) else 0
+    groups = eight_row_groups(*gy.shape, gy.dtype == np.float32)
     if groups:
         _batch_norm_grad_items(sums, gy, xhat, w, groups)
     if groups * LANES < gy.shape[0]:
@@ -383,9 +383,12 @@ kernel("normalization.layer_norm_grad_node_items", (_c(_F32, 2), _c(_F32, 2), _c
 _ROWS_PER_ITEM = 16
 
 
-def _eight_rows(x):
-    M, L = x.shape
-    return x.dtype == np.float32 and M >= LANES and L % LANES == 0
+@register_jitable
+def eight_row_groups(rows, length, f32):
+    """How many groups of 8 rows the float32 schedules take (the rest run one
+    row at a time): rows // 8 for float32 rows of a multiple of 8 elements,
+    else none."""
+    return rows // LANES if f32 and length % LANES == 0 else 0
 
 
 @njit(parallel=True, cache=True)
@@ -433,7 +436,7 @@ def layer_norm(y, m, s, x, w, b, n, eps, center):
     the row statistics m, s (M) written too (`layer_norm_row`); n and eps
     rounded to x's dtype, center False for rms_norm (m = +0)."""
     n, eps = x.dtype.type(n), x.dtype.type(eps)
-    groups = x.shape[0] // LANES if _eight_rows(x) else 0
+    groups = eight_row_groups(*x.shape, x.dtype == np.float32)
     if groups:
         _forward_items(y, m, s, x, w, b, n, eps, center, groups)
     if groups * LANES < x.shape[0]:
@@ -444,7 +447,7 @@ def layer_norm_grad(dx, gw, gy, x, w, m, s, n, center):
     """The gradient dx of x and the weight's per-row partials gw = mul(gy, xhat)
     (`layer_norm_grad_row`), gy (M, L) the gradient of y."""
     n = x.dtype.type(n)
-    groups = x.shape[0] // LANES if _eight_rows(x) else 0
+    groups = eight_row_groups(*x.shape, x.dtype == np.float32)
     if groups:
         _grad_items(dx, gw, gy, x, w, m, s, n, center, groups)
     if groups * LANES < x.shape[0]:
@@ -480,14 +483,15 @@ def layer_norm_grad_nodes(dx, gw, nodes, gy, x, w, m, s, n, center):
 # switch.  The kernel sets IEEE's control state itself.
 
 def _serial_layer_norms(dtype):
-    eight = np.dtype(dtype) == np.float32
+    f32 = np.dtype(dtype) == np.float32
 
     def forward_serial(y, m, s, x, w, b, rows, length, n, eps, center, mask):
         old = enter_ieee(mask)
         Y, X = carray(address_as_pointer(y), (rows, length), dtype), carray(address_as_pointer(x), (rows, length), dtype)
         M, S = carray(address_as_pointer(m), rows, dtype), carray(address_as_pointer(s), rows, dtype)
         W, B = carray(address_as_pointer(w), length, dtype), carray(address_as_pointer(b), length, dtype)
-        groups = rows // LANES if eight and length % LANES == 0 else 0
+        # float64 has no groups: the constant f32 keeps the float32 group kernels out of its typing
+        groups = eight_row_groups(rows, length, True) if f32 else 0
         if groups:
             _layer_norm_eight(Y, M, S, X, W, B, n, eps, center, 0, groups)
         if groups * LANES < rows:
@@ -502,7 +506,8 @@ def _serial_layer_norms(dtype):
                                                                                dtype)
         W = carray(address_as_pointer(w), length, dtype)
         M, S = carray(address_as_pointer(m), rows, dtype), carray(address_as_pointer(s), rows, dtype)
-        groups = rows // LANES if eight and length % LANES == 0 else 0
+        # float64 has no groups: the constant f32 keeps the float32 group kernels out of its typing
+        groups = eight_row_groups(rows, length, True) if f32 else 0
         if groups:
             _layer_norm_grad_eight(DX, GW, GY, X, W, M, S, n, center, 0, groups)
         if groups * LANES < rows:
@@ -510,7 +515,7 @@ def _serial_layer_norms(dtype):
         leave_ieee(old)
 
     name, address = np.dtype(dtype).name, types.intp
-    t = types.float32 if eight else types.float64
+    t = types.float32 if f32 else types.float64
     forward = kernel(f"normalization.serial_layer_norm.{name}", (address,) * 6 + (_I, _I, t, t, _B, _I))(
         njit(cache=True, error_model="numpy")(forward_serial))
     grad = kernel(f"normalization.serial_layer_norm_grad.{name}", (address,) * 7 + (_I, _I, t, _B, _I))(
