@@ -27,7 +27,7 @@ SCHEDULE_FILES += ["cpu/scatter.py"]  # the CUDA kernels run the torch-op form (
 
 # Modules whose functions compute float values: a schedule calls algorithms instead.
 ARITHMETIC_MODULES = {"rounding", "formats", "cpu_lowering", "cuda_lowering", "pyfloat"}
-PRIMITIVE_NAMES = set(R.PRIMITIVES) | {"add_rn_f32x8", "canonical", "canonical32", "canonical64", "negate",
+PRIMITIVE_NAMES = set(R.PRIMITIVES) | {"add_rn_f32x8", "add_rn_f32x16", "canonical", "canonical32", "canonical64", "negate",
                                        "fabs", "emulated_op", "round_value", "round_with_residual",
                                        "llvm_fma", "llvm_sqrt"}
 

@@ -768,7 +768,7 @@ def test_vectorised_block_partials_follow_the_order(n):
 @pytest.mark.parametrize("m,n", [(8, 8), (13, 64), (17, 256), (9, 1000), (8, 2048), (3, 64), (10, 2056), (11, 100),
                                  (8 * 16 * 2 + 13, 64), (8 * 16 + 8, 136), (9, 512), (9, 640), (16, 1152),
                                  (24, 128), (40, 8), (16, 32), (24, 640), (16, 1024), (16, 384), (16, 200),
-                                 (8 * 64 + 8 * 3 + 5, 64)])
+                                 (8 * 64 + 8 * 3 + 5, 64), (32, 128), (8 * 4 * 3 + 8 * 3 + 3, 32), (64, 16)])
 def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # Contiguous float32 rows of a length that is a multiple of 8, up to
     # SHORT_ROW_MAX, take the 8-rows-per-vector path of softrep/cpu/reduce.py
@@ -778,7 +778,10 @@ def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     # COPIED_ROW_MAX (512) elements are read from a local copy of each group;
     # rows of at most one block, and uncopied rows whose stride is not a
     # multiple of 4 KB, go two groups at a time where two are left (24 x 128
-    # and 24 x 640: a pair, then one group; 16 x 1024: one at a time); a
+    # and 24 x 640: a pair, then one group; 16 x 1024: one at a time), and
+    # with 512-bit vectors rows of one block four groups at a time first
+    # (32 x 128: one quad; 123 x 32: three quads, a pair, one group and 3
+    # rows of the general path); a
     # group that goes alone takes its rows' whole blocks two at a time (384:
     # a pair and one block; 200: one whole block and a partial one; 640: two
     # pairs and one block; 1024 and 2048: pairs only).  The light path's
@@ -796,6 +799,26 @@ def test_short_rows_side_by_side_follow_the_order(monkeypatch, m, n):
     assert_bits_equal(softrep.var(y, 1), ref_reduce(y.numpy(), (1,), ref_var_row))
     x3 = x.reshape(1, m, n).expand(2, m, n).contiguous()
     assert_bits_equal(softrep.sum(x3, -1), ref_reduce(x3.numpy(), (2,), ref_sum_row))
+
+
+@pytest.mark.parametrize("n", [8, 64, 128])
+def test_sixteen_rows_per_vector_follow_the_order(n):
+    # The 32-row form of 512-bit hosts (`_four_groups`), called directly so
+    # that it runs on every host (LLVM splits its 16-lane vectors where
+    # registers are narrower): each row's left-to-right sum, NaNs canonical,
+    # the other rows untouched by a NaN or an inf - inf in one lane.
+    x = wide_values(50 + n, (32, n), torch.float32)
+    bits = x.view(torch.int32)
+    bits[1, 3] = 0x7FC00123
+    bits[20, n - 1] = -0x00400000
+    x[27, 0], x[27, n - 1] = float("inf"), float("-inf")
+    x[9] = -0.0  # a row of negative zeros sums to -0
+    flat = np.concatenate([x.numpy().reshape(-1), np.zeros(64, np.float32)])  # the prefetch's reach past the rows
+    out = np.full(40, 7.0, dtype=np.float32)
+    cpu_reduce._four_groups(out, flat, 0, n, 4)
+    assert_bits_equal(torch.from_numpy(out[4:36]), ref_reduce(x.numpy(), (1,), ref_sum_row))
+    assert [int(v) for v in torch.from_numpy(out[4:36]).view(torch.int32)[[1, 20, 27]]] == [0x7FC00000] * 3
+    assert (out[:4] == 7).all() and (out[36:] == 7).all()
 
 
 @pytest.mark.parametrize("n", [64, 128, 640])

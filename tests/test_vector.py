@@ -1,10 +1,10 @@
-"""The float32x8 vector primitive (softrep/primitives/vector.py) against MPFR.
+"""The float32x8 and float32x16 vector primitives (softrep/primitives/vector.py) against MPFR.
 
-`add_rn_f32x8` must be, in every lane, one IEEE-754 float32 addition rounded
+`add_rn_f32x8` and `add_rn_f32x16` must be, in every lane, one IEEE-754 float32 addition rounded
 to nearest (ties to even, subnormals kept, signed zeros as IEEE says): the
 compiled CPU version (one LLVM vector fadd) and the Python semantics are both
 checked lane by lane against gmpy2.  The data-movement operations (load,
-store, transpose) must move bits unchanged.
+store, transpose, lane extraction) must move bits unchanged.
 """
 
 import numba
@@ -198,3 +198,63 @@ def test_even_lanes_move_bits_unchanged():
     np.testing.assert_array_equal(out.view(np.uint32), a[::2].view(np.uint32))
     python = V.even_lanes_f32x8(a[:LANES].copy(), a[LANES:].copy())
     np.testing.assert_array_equal(python.view(np.uint32), a[::2].view(np.uint32))
+
+
+WIDE = 2 * LANES
+
+
+@numba.njit
+def _add_lanes16(a, b, out):
+    p = V.add_rn_f32x16(V.load_f32x8_pair(a, 0, LANES), V.load_f32x8_pair(b, 0, LANES))
+    for j in range(WIDE):
+        out[j] = V.lane_f32x16(p, j)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(floats(F32), floats(F32)), min_size=WIDE, max_size=WIDE))
+def test_each_of_sixteen_lanes_is_one_ieee_add(pairs):
+    a = np.array([p[0] for p in pairs], dtype=F32)
+    b = np.array([p[1] for p in pairs], dtype=F32)
+    out = np.empty(WIDE, dtype=F32)
+    _add_lanes16(a, b, out)
+    python = V.add_rn_f32x16(a, b)
+    for j in range(WIDE):
+        want = mpfr_op("add", (a[j], b[j]), F32)
+        assert same_bits(F32(out[j]), want), f"compiled lane {j}: {a[j]!r} + {b[j]!r}"
+        assert same_bits(F32(python[j]), want), f"Python lane {j}: {a[j]!r} + {b[j]!r}"
+
+
+@numba.njit
+def _transpose_pairs(tiles, out):
+    # rows r of the first tile at 8r, of the second at 64 + 8r
+    cols = V.transpose_f32x8_pairs(V.load_f32x8_pair(tiles, 0, 64), V.load_f32x8_pair(tiles, 8, 72),
+                                   V.load_f32x8_pair(tiles, 16, 80), V.load_f32x8_pair(tiles, 24, 88),
+                                   V.load_f32x8_pair(tiles, 32, 96), V.load_f32x8_pair(tiles, 40, 104),
+                                   V.load_f32x8_pair(tiles, 48, 112), V.load_f32x8_pair(tiles, 56, 120))
+    for k in range(LANES):
+        for j in range(WIDE):
+            out[WIDE * k + j] = V.lane_f32x16(cols[k], j)
+
+
+def test_paired_transpose_and_loads_move_bits_unchanged():
+    rng = np.random.default_rng(6)
+    tiles = rng.integers(0, 2**32, 128, dtype=np.uint64).astype(np.uint32).view(F32)  # NaN payloads included
+    out = np.empty(128, dtype=F32)
+    _transpose_pairs(tiles, out)
+    first, second = tiles.view(np.uint32)[:64].reshape(LANES, LANES), tiles.view(np.uint32)[64:].reshape(LANES, LANES)
+    want = np.concatenate([first.T, second.T], axis=1).reshape(-1)  # column k: the first tile's, then the second's
+    np.testing.assert_array_equal(out.view(np.uint32), want)
+    python = np.stack(V.transpose_f32x8_pairs(*[V.load_f32x8_pair(tiles, LANES * r, 64 + LANES * r)
+                                                for r in range(LANES)]))
+    np.testing.assert_array_equal(python.view(np.uint32).reshape(-1), want)
+    assert [V.lane_f32x16(python[0], j).view(np.uint32) for j in range(WIDE)] == list(want[:WIDE])
+
+
+def test_sixteen_lane_python_semantics_reject_bad_arguments():
+    v = np.zeros(WIDE, dtype=F32)
+    with pytest.raises(TypeError, match="float32x16"):
+        V.add_rn_f32x16(v, np.zeros(LANES, dtype=F32))
+    with pytest.raises(IndexError, match="argument 'j'"):
+        V.load_f32x8_pair(np.zeros(20, dtype=F32), 0, 13)
+    with pytest.raises(IndexError, match="argument 'j'"):
+        V.lane_f32x16(v, 16)

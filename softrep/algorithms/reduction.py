@@ -27,7 +27,8 @@ Block partials of a sum of term(x[k], c) (`TermSum`, one per term:
 * `block(x, start, stop, c)` is that sequence for one block of a 1-D array.
 * `extend_values_f32x8` is `VALUES.extend` on 8 float32 partials at once, one
   per lane of a vector (softrep.primitives.vector): the CPU's transposed
-  8-blocks-per-vector form of the same sequences.
+  8-blocks-per-vector form of the same sequences; `extend_values_f32x16` the
+  same on 16 (hosts with 512-bit vectors).
 
 The tree, in three equivalent forms, for three kinds of kernel:
 
@@ -72,7 +73,8 @@ from numba.core import types as _types
 
 from ..primitives.jit import bitcast, by_target, by_type, inline_into_callers
 from ..primitives.rounding import NAN32, NAN64, ZERO32, ZERO64, add_rn, canonical, div_rn, jitable, mul_rn, sub_rn
-from ..primitives.vector import LANES, add_rn_f32x8, lane_f32x8, load_f32x8, store_f32x8, transpose_f32x8
+from ..primitives.vector import (LANES, add_rn_f32x8, add_rn_f32x16, lane_f32x8, lane_f32x16, load_f32x8,
+                                 store_f32x8, transpose_f32x8)
 
 BLOCK = 128  # terms per block partial
 STACK = 64  # stack entries for tree_push / stream_add (63 levels + the open block)
@@ -619,6 +621,21 @@ def extend_values_f32x8(p, x):
     is add_rn(p[j], x[j]), lane j of p being the partial of its own block and
     x[j] that block's next element."""
     return add_rn_f32x8(p, x)
+
+
+@jitable
+def extend_values_f32x16(p, x):
+    """`extend_values_f32x8` on 16 float32 block partials at once."""
+    return add_rn_f32x16(p, x)
+
+
+@jitable
+def store_one_block_sums_f32x16(out, first, p):
+    """out[first + j] = the documented sum of row j, j < 16, whose only block's
+    partial is lane j of p: the partial itself (`sum_from_partials` of one
+    partial), any NaN made canonical."""
+    for j in range(2 * LANES):
+        out[first + j] = canonical(lane_f32x16(p, j))
 
 
 @jitable

@@ -56,12 +56,13 @@ from numba.np.arrayobj import populate_array
 
 from ..algorithms.products import tree_carry, tree_finish, tree_slot, tree_slots
 from ..algorithms.reduction import (BLOCK, CENTERED_SQUARES, VALUES, divided_sum_from_partials,
-                                    eight_short_row_sums, eight_short_row_totals, extend_values_f32x8, extreme_scan,
-                                    extreme_value, improves, key_value, narrow_key, order_key, row_partials, row_sum,
+                                    eight_short_row_sums, eight_short_row_totals, extend_values_f32x8,
+                                    extend_values_f32x16, extreme_scan, extreme_value, improves, key_value,
+                                    narrow_key, order_key, row_partials, row_sum, store_one_block_sums_f32x16,
                                     sum_from_partials, sums_from_partials_f32x8, term_centered_square, widen_key)
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
-from ..primitives.vector import LANES, load_f32x8, store_f32x8, transpose_f32x8
-from .launch import SERIAL_MAX, address_as_pointer, kernel, prefer_host_vectors
+from ..primitives.vector import LANES, load_f32x8, load_f32x8_pair, store_f32x8, transpose_f32x8, transpose_f32x8_pairs
+from .launch import SERIAL_MAX, VECTOR_BITS, address_as_pointer, kernel, prefer_host_vectors
 from .workspace import scratch_address
 
 INTERLEAVE = 8  # blocks summed side by side by one work item (row layout)
@@ -133,6 +134,26 @@ def _stack_copy(typingctx, row, start):
         return tile._getvalue()
 
     return sig, codegen
+
+
+@intrinsic
+def _prefetch(typingctx, a, i):
+    """A hint to bring the cache line holding a[i] (a 1-D array) into L2 for
+    reading; moves no value."""
+    if not (isinstance(a, types.Array) and a.ndim == 1 and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        at = context.cast(builder, args[1], signature.args[1], types.intp)
+        byte_ptr = ir.IntType(8).as_pointer()
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+        builder.call(prefetch, [builder.bitcast(builder.gep(data, [at]), byte_ptr)]
+                     + [ir.Constant(_I32, v) for v in (0, 2, 1)])  # read, L2, data
+        return context.get_dummy_value()
+
+    return types.void(a, i), codegen
 
 
 @register_jitable
@@ -300,6 +321,67 @@ def _two_groups(out, lanes, lanes2, src, base, n, i0):
     _finish_group(out, lanes2, nb, i0 + LANES)
 
 
+# Sixteen rows per vector, with 512-bit vectors: rows of one block (n <=
+# BLOCK) go 32 at a time, rows i0 .. i0+15 in the lanes of one float32x16
+# (lane j: row i0 + j) and the next 16 in a second one, each step loading 8
+# elements of each row and transposing the two 8x8 tiles of a vector's
+# halves at once (`transpose_f32x8_pairs`): per element, two thirds of the
+# 8-lane tiles' shuffles (those joining the halves included) and half their
+# vector additions, each lane still its row's left-to-right partial.  The
+# rows are read in place, with a software prefetch of the block of 32 rows
+# two blocks ahead (the 8-lane tiles copy their rows in address order
+# instead, which from memory was faster for them and slower for these;
+# docs/benchmarks.md).
+
+WIDE_ROWS = VECTOR_BITS == 512
+_PREFETCH_BLOCKS = 2  # blocks of 32 rows ahead
+
+
+@register_jitable
+def _sixteen_row_columns(flat, at, n):
+    """Columns at .. at+7 of the 16 rows of n elements from flat[at] on: column
+    q = [row 0's element at + q, ..., row 15's], as a float32x16."""
+    half = LANES * n
+    return transpose_f32x8_pairs(load_f32x8_pair(flat, at, at + half),
+                                 load_f32x8_pair(flat, at + n, at + n + half),
+                                 load_f32x8_pair(flat, at + 2 * n, at + 2 * n + half),
+                                 load_f32x8_pair(flat, at + 3 * n, at + 3 * n + half),
+                                 load_f32x8_pair(flat, at + 4 * n, at + 4 * n + half),
+                                 load_f32x8_pair(flat, at + 5 * n, at + 5 * n + half),
+                                 load_f32x8_pair(flat, at + 6 * n, at + 6 * n + half),
+                                 load_f32x8_pair(flat, at + 7 * n, at + 7 * n + half))
+
+
+@register_jitable
+def _extend_seven_f32x16(p, c1, c2, c3, c4, c5, c6, c7):
+    """`_extend_seven` on 16 lanes."""
+    return extend_values_f32x16(extend_values_f32x16(extend_values_f32x16(extend_values_f32x16(
+        extend_values_f32x16(extend_values_f32x16(extend_values_f32x16(p, c1), c2), c3), c4), c5), c6), c7)
+
+
+@kernel("reduce.values.four_groups", (_OUT32, _C32, types.int64, types.int64, types.int64))
+@njit(cache=True)
+def _four_groups(out, flat, base, n, i0):
+    # Rows i0 .. i0+31 of one block each (n <= BLOCK, n % 8 == 0), held in
+    # flat from flat[base] on: out[i0 + r] = row r's sum, two chains of 16.
+    other = base + 2 * LANES * n
+    c0, c1, c2, c3, c4, c5, c6, c7 = _sixteen_row_columns(flat, base, n)
+    d0, d1, d2, d3, d4, d5, d6, d7 = _sixteen_row_columns(flat, other, n)
+    p = _extend_seven_f32x16(c0, c1, c2, c3, c4, c5, c6, c7)  # each block's partial begins with its first element
+    q = _extend_seven_f32x16(d0, d1, d2, d3, d4, d5, d6, d7)
+    for k in range(LANES, n, LANES):
+        c0, c1, c2, c3, c4, c5, c6, c7 = _sixteen_row_columns(flat, base + k, n)
+        d0, d1, d2, d3, d4, d5, d6, d7 = _sixteen_row_columns(flat, other + k, n)
+        p = _extend_seven_f32x16(extend_values_f32x16(p, c0), c1, c2, c3, c4, c5, c6, c7)
+        q = _extend_seven_f32x16(extend_values_f32x16(q, d0), d1, d2, d3, d4, d5, d6, d7)
+    ahead = base + _PREFETCH_BLOCKS * 4 * LANES * n
+    if ahead + 4 * LANES * n <= flat.size:
+        for at in range(ahead, ahead + 4 * LANES * n, 16):  # one per 64-byte line
+            _prefetch(flat, at)
+    store_one_block_sums_f32x16(out, i0, p)
+    store_one_block_sums_f32x16(out, i0 + 2 * LANES, q)
+
+
 @register_jitable
 def _aligned_f32(n):
     """A float32 scratch array of n elements starting on a 64-byte boundary: the
@@ -349,7 +431,14 @@ def eight_rows_f32(out, lanes, flat, n, g0, g1):
 @njit(cache=True)
 def eight_rows_f32_into(out, lanes, lanes2, local, flat, n, g0, g1):
     # `eight_rows_f32` with the rest of its scratch given (`eight_rows_scratch`).
-    # Two groups at a time where two are left and `_pairs(n)`.
+    # With 512-bit vectors, rows of one block four groups at a time
+    # (`_four_groups`); then two groups at a time where two are left and
+    # `_pairs(n)`.
+    if WIDE_ROWS and n <= BLOCK:
+        for t in range((g1 - g0) // 4):
+            g = g0 + 4 * t
+            _four_groups(out, flat, g * LANES * n, n, g * LANES)
+        g0 = g0 + (g1 - g0) // 4 * 4
     pairs = (g1 - g0) // 2 if _pairs(n) else 0
     rest = g0 + 2 * pairs  # the groups after the pairs, one at a time
     if n <= COPIED_ROW_MAX:
