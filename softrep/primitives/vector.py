@@ -48,40 +48,27 @@ LANES = 8
 
 _F32 = ir.FloatType()
 _V8 = ir.VectorType(_F32, LANES)
-_V16 = ir.VectorType(_F32, 2 * LANES)
 _I32 = ir.IntType(32)
 
 
-class Float32x8(types.Type):
-    """The Numba type of a float32x8 vector."""
+def _float32_vector(lanes):
+    """The Numba type float32x<lanes>: LLVM's <lanes x float> in a kernel."""
+    llvm_type = ir.VectorType(_F32, lanes)
 
-    def __init__(self):
-        super().__init__(name="float32x8")
+    class Float32Vector(types.Type):
+        def __init__(self):
+            super().__init__(name=f"float32x{lanes}")
 
+    @register_model(Float32Vector)
+    class _Model(models.PrimitiveModel):
+        def __init__(self, dmm, fe_type):
+            super().__init__(dmm, fe_type, llvm_type)
 
-float32x8 = Float32x8()
-
-
-@register_model(Float32x8)
-class _Float32x8Model(models.PrimitiveModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, _V8)
-
-
-class Float32x16(types.Type):
-    """The Numba type of a float32x16 vector."""
-
-    def __init__(self):
-        super().__init__(name="float32x16")
+    return Float32Vector()
 
 
-float32x16 = Float32x16()
-
-
-@register_model(Float32x16)
-class _Float32x16Model(models.PrimitiveModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, _V16)
+float32x8 = _float32_vector(LANES)
+float32x16 = _float32_vector(2 * LANES)
 
 
 def _is_f32_c_vector_array(a):
