@@ -175,9 +175,12 @@ def lane_f32x16(v, j):
 # --------------------------------------------------------------------------- CPU lowering
 
 
+_VECTORS = (float32x8, float32x16)
+
+
 @intrinsic
-def _add_rn_f32x8(typingctx, a, b):
-    if a != float32x8 or b != float32x8:
+def _add_rn_lanes(typingctx, a, b):
+    if a not in _VECTORS or b != a:
         return None
 
     def codegen(context, builder, signature, args):
@@ -186,7 +189,7 @@ def _add_rn_f32x8(typingctx, a, b):
         # otherwise, and none are set.
         return builder.fadd(args[0], args[1])
 
-    return float32x8(a, b), codegen
+    return a(a, b), codegen
 
 
 @intrinsic
@@ -255,8 +258,8 @@ def _even_lanes_f32x8(typingctx, a, b):
 
 
 @intrinsic
-def _lane_f32x8(typingctx, v, j):
-    if v != float32x8 or not isinstance(j, types.Integer):
+def _lane(typingctx, v, j):
+    if v not in _VECTORS or not isinstance(j, types.Integer):
         return None
 
     def codegen(context, builder, signature, args):
@@ -264,17 +267,6 @@ def _lane_f32x8(typingctx, v, j):
         return builder.extract_element(args[0], at)
 
     return types.float32(v, j), codegen
-
-
-@intrinsic
-def _add_rn_f32x16(typingctx, a, b):
-    if a != float32x16 or b != float32x16:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.fadd(args[0], args[1])  # as _add_rn_f32x8: no fast-math flags
-
-    return float32x16(a, b), codegen
 
 
 @intrinsic
@@ -321,22 +313,10 @@ def _transpose_f32x8_pairs(typingctx, r0, r1, r2, r3, r4, r5, r6, r7):
     return result(*rows), codegen
 
 
-@intrinsic
-def _lane_f32x16(typingctx, v, j):
-    if v != float32x16 or not isinstance(j, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        at = context.cast(builder, args[1], signature.args[1], types.int32)
-        return builder.extract_element(args[0], at)
-
-    return types.float32(v, j), codegen
-
-
 @overload(add_rn_f32x8, target="cpu")
 def _ov_add_rn_f32x8(a, b):
     if a == float32x8 and b == float32x8:
-        return lambda a, b: _add_rn_f32x8(a, b)
+        return lambda a, b: _add_rn_lanes(a, b)
 
 
 @overload(load_f32x8, target="cpu")
@@ -366,13 +346,13 @@ def _ov_even_lanes_f32x8(a, b):
 @overload(lane_f32x8, target="cpu")
 def _ov_lane_f32x8(v, j):
     if v == float32x8 and isinstance(j, types.Integer):
-        return lambda v, j: _lane_f32x8(v, j)
+        return lambda v, j: _lane(v, j)
 
 
 @overload(add_rn_f32x16, target="cpu")
 def _ov_add_rn_f32x16(a, b):
     if a == float32x16 and b == float32x16:
-        return lambda a, b: _add_rn_f32x16(a, b)
+        return lambda a, b: _add_rn_lanes(a, b)
 
 
 @overload(load_f32x8_pair, target="cpu")
@@ -390,4 +370,4 @@ def _ov_transpose_f32x8_pairs(r0, r1, r2, r3, r4, r5, r6, r7):
 @overload(lane_f32x16, target="cpu")
 def _ov_lane_f32x16(v, j):
     if v == float32x16 and isinstance(j, types.Integer):
-        return lambda v, j: _lane_f32x16(v, j)
+        return lambda v, j: _lane(v, j)
