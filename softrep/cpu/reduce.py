@@ -100,6 +100,16 @@ _WORK_SPAN = WORK_BLOCKS * BLOCK  # elements of one vector work item
 _TILE = types.Array(types.float32, 1, "C")
 
 
+def _prefetch_into_l2(builder, pointer):
+    """Emit a read prefetch of the cache line at `pointer` (any pointer) into
+    L2: a hint, which moves no value."""
+    byte_ptr = ir.IntType(8).as_pointer()
+    prefetch = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+    builder.call(prefetch, [builder.bitcast(pointer, byte_ptr)]
+                 + [ir.Constant(_I32, v) for v in (0, 2, 1)])  # read, L2, data
+
+
 @intrinsic
 def _stack_copy(typingctx, row, start):
     """row[start : start + WORK_BLOCKS * BLOCK] copied, in address order, into a
@@ -112,17 +122,15 @@ def _stack_copy(typingctx, row, start):
 
     def codegen(context, builder, signature, args):
         r = context.make_array(signature.args[0])(context, builder, args[0])
-        vector_ptr, byte_ptr = _V8.as_pointer(), ir.IntType(8).as_pointer()
-        prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+        vector_ptr = _V8.as_pointer()
         first = context.cast(builder, args[1], signature.args[1], types.intp)
         source = builder.gep(r.data, [first])
         copy = cgutils.alloca_once(builder, _F32, size=ir.Constant(_I64, _WORK_SPAN))
         with cgutils.for_range_slice(builder, ir.Constant(_I64, 0), ir.Constant(_I64, _WORK_SPAN),
                                      ir.Constant(_I64, 32)) as (i, _):
             for line in (0, 16):  # one prefetch per 64-byte line
-                ahead = builder.gep(source, [builder.add(i, ir.Constant(_I64, _PREFETCH_AHEAD + line))])
-                builder.call(prefetch, [builder.bitcast(ahead, byte_ptr)] + [ir.Constant(_I32, v) for v in (0, 2, 1)])
+                ahead = builder.add(i, ir.Constant(_I64, _PREFETCH_AHEAD + line))
+                _prefetch_into_l2(builder, builder.gep(source, [ahead]))
             for q in range(0, 32, LANES):
                 at = builder.add(i, ir.Constant(_I64, q))
                 value = builder.load(builder.bitcast(builder.gep(source, [at]), vector_ptr), align=4)
@@ -145,12 +153,7 @@ def _prefetch(typingctx, a, i):
 
     def codegen(context, builder, signature, args):
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        at = context.cast(builder, args[1], signature.args[1], types.intp)
-        byte_ptr = ir.IntType(8).as_pointer()
-        prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
-        builder.call(prefetch, [builder.bitcast(builder.gep(data, [at]), byte_ptr)]
-                     + [ir.Constant(_I32, v) for v in (0, 2, 1)])  # read, L2, data
+        _prefetch_into_l2(builder, builder.gep(data, [context.cast(builder, args[1], signature.args[1], types.intp)]))
         return context.get_dummy_value()
 
     return types.void(a, i), codegen
