@@ -788,6 +788,37 @@ def test_decided_first_launcher_across_chunks(name):
     assert np.array_equal(bits(got[check]), bits(want))
 
 
+@pytest.mark.parametrize("form", ["count", "or"])
+@pytest.mark.parametrize("name", ["exp", "log", "sin"])
+def test_either_form_of_the_undecided_flag_finishes_the_chunk(monkeypatch, name, form):
+    """The launcher's chunk notes whether its first loop left an element
+    undecided: a count with 512-bit vectors, an OR without
+    (softrep/cpu/launch.py, PENDING_FORMS).  Each form, compiled here whatever
+    the host, must hand the marked elements on -- past sin's second step
+    (`fast2`) too -- so that they equal the scalar kernel's result."""
+    from numba import njit
+
+    import softrep.algorithms.math as AM
+    import softrep.cpu.launch as cpu_launch
+
+    none, note = cpu_launch.PENDING_FORMS[form]
+    monkeypatch.setattr(cpu_launch, "_NONE_PENDING", none)
+    monkeypatch.setattr(cpu_launch, "_note_pending", note)
+    k = AM.KERNELS[name]
+    chunk = njit(error_model="numpy")(cpu_launch._decided_chunk(k.f32, k.fast, 1, k.fast2).py_func)
+    hard = V.load_hard_cases(name).view(np.float32)[:400]
+    undecided = hard[[not k.fast(x)[1] for x in hard]]
+    assert undecided.size >= 3
+    xs = (np.random.Generator(np.random.PCG64(3)).standard_normal(500) * 4).astype(np.float32)
+    if name in POSITIVE_ONLY:
+        xs = np.abs(xs)
+    xs[[0, 250, 499]] = undecided[:3]
+    got = np.empty_like(xs)
+    chunk(got, xs, 0, xs.size)
+    want = np.array([k.f32(x) for x in xs], dtype=np.float32)
+    assert np.array_equal(bits(got), bits(want))
+
+
 def test_pow_zero_sign_decided_by_the_sign_rule():
     """pow's float64 zeros are decided by the sign rule (negative iff x < 0 and y an
     odd integer); MPFR agrees, and a zero of the wrong sign is caught."""

@@ -93,11 +93,11 @@ def row_max(x):
 def shifted_exp(e, x, m):
     """e[k] = exp(sub(x[k], m)) for every k, correctly rounded."""
     n = x.shape[0]
-    marked = np.uint32(0)
+    marked = False
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(sub_rn(x[k], per_element(m, k)))
         e[k] = r if ok else undecided(r)
-        marked |= np.uint32(0) if ok else np.uint32(1)
+        marked |= not ok
     if marked:
         for k in range(n):
             if is_undecided(e[k]):
@@ -175,13 +175,13 @@ def exp_product_grad(dx, g, out, s):
     elements.  The row length is read from `out`, which the loop only reads:
     taken from dx, the array it stores to, the loop does not vectorise."""
     n = out.shape[0]
-    marked = np.uint32(0)
+    marked = False
     for k in range(np.uint64(0), np.uint64(n)):
         r, ok = exp_decide(out[k])
         v = sub_rn(g[k], mul_rn(r, per_element(s, k)))
         ok = ok & (v == v)
         dx[k] = v if ok else undecided(r)
-        marked |= np.uint32(0) if ok else np.uint32(1)
+        marked |= not ok
     if marked:
         for k in range(n):
             if is_undecided(dx[k]):

@@ -22,7 +22,7 @@ from llvmlite import ir
 from numba import carray, njit, prange
 from numba.core import config as _numba_config
 from numba.core import types
-from numba.core.extending import intrinsic
+from numba.core.extending import intrinsic, register_jitable
 
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
 from ..primitives.jit import KernelRegistry
@@ -380,6 +380,30 @@ def prefer_host_table_reads(typingctx):
 MARK_BLOCK = 64  # elements the marked pass tests at once
 
 
+@register_jitable
+def _count_pending(pending, ok):
+    """`pending` (an int64 count) plus one for an undecided element."""
+    return pending + (np.int64(0) if ok else np.int64(1))
+
+
+@register_jitable
+def _or_pending(pending, ok):
+    """`pending` (a bool) or an undecided element."""
+    return pending | (not ok)
+
+
+# Whether a chunk's first loop left any element undecided: (the value for
+# none, the update per element).  Without AVX-512 a comparison gives a
+# vector, and a boolean OR of it costs one instruction per vector.  With
+# AVX-512 that OR stays in a mask register through the whole loop, while the
+# fast paths' own flags need the eight mask registers (log's and tanh's loops
+# then spilled masks and ran 7-13% slower); there the undecided elements are
+# counted in a vector register instead.  Both beat an integer OR, which
+# widened each mask to a vector and shifted it first (docs/benchmarks.md).
+PENDING_FORMS = {"count": (np.int64(0), _count_pending), "or": (False, _or_pending)}
+_NONE_PENDING, _note_pending = PENDING_FORMS["count" if VECTOR_BITS == 512 else "or"]
+
+
 def _marked_pass(f, nin, fast):
     """`finish(out, x, y, lo, hi)`: out[i] = f(x[i]) (nin = 2: f(x[i], y[i]); y
     is not read for nin = 1) wherever out[i] holds the `undecided` marker,
@@ -423,9 +447,9 @@ def _marked_pass(f, nin, fast):
     def finish(out, x, y, lo, hi):
         for b in range(np.uint64(lo), np.uint64(hi), block):
             e = min(b + block, np.uint64(hi))
-            marked = np.uint32(0)
+            marked = False
             for i in range(b, e):
-                marked |= np.uint32(1) if is_undecided(out[i]) else np.uint32(0)
+                marked |= is_undecided(out[i])
             if marked:
                 nans(out, x, y, b, e)
                 for i in range(b, e):
@@ -448,7 +472,8 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
     Compiled on its own (Numba does not vectorise a loop nested in a prange
     body), with unsigned indices (a signed one gets negative-index wraparound
     code on every access) and the numpy error model (Python's guards integer
-    divisions with a branch); either stopped the vectoriser.
+    divisions with a branch); either stopped the vectoriser.  Whether any
+    element is left undecided is noted by `_note_pending`.
 
     With `fast2` (one input; `f` is "fast, else fast2, else the accurate
     path"), a chunk with undecided elements first runs `fast2`, branch-free
@@ -462,20 +487,20 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
 
         def chunk(out, x, lo, hi):
             prefer_host_table_reads()
-            pending = np.uint32(0)
+            pending = _NONE_PENDING
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i])
                 ok = ok & (r == r)
                 out[i] = r if ok else undecided(r)
-                pending |= np.uint32(0) if ok else np.uint32(1)
+                pending = _note_pending(pending, ok)
             if pending:
-                pending = np.uint32(0)
+                pending = _NONE_PENDING
                 for i in range(np.uint64(lo), np.uint64(hi)):
                     marked = is_undecided(out[i])
                     r, ok = fast2(x[i])
                     ok = ok & (r == r)
                     out[i] = r if marked and ok else out[i]
-                    pending |= np.uint32(1) if marked and not ok else np.uint32(0)
+                    pending = _note_pending(pending, (not marked) | ok)
             if pending:
                 finish(out, x, x, lo, hi)
 
@@ -483,12 +508,12 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
 
         def chunk(out, x, lo, hi):
             prefer_host_table_reads()
-            pending = np.uint32(0)
+            pending = _NONE_PENDING
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i])
                 ok = ok & (r == r)
                 out[i] = r if ok else undecided(r)
-                pending |= np.uint32(0) if ok else np.uint32(1)
+                pending = _note_pending(pending, ok)
             if pending:
                 finish(out, x, x, lo, hi)
 
@@ -496,12 +521,12 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
 
         def chunk(out, x, y, lo, hi):
             prefer_host_table_reads()
-            pending = np.uint32(0)
+            pending = _NONE_PENDING
             for i in range(np.uint64(lo), np.uint64(hi)):
                 r, ok = fast(x[i], y[i])
                 ok = ok & (r == r)
                 out[i] = r if ok else undecided(r)
-                pending |= np.uint32(0) if ok else np.uint32(1)
+                pending = _note_pending(pending, ok)
             if pending:
                 finish(out, x, y, lo, hi)
 
