@@ -56,6 +56,9 @@ def _kernels(dtype):
 
     column = njit(cache=True)(column)
 
+    # The element loops index with unsigned integers: a signed index gets
+    # Numba's negative-index wraparound on every access, and LLVM then left
+    # the loops scalar.
     def adam_range(table, offsets, lo, hi, maximize, decay_kind, amsgrad, weight_decay, decay_factor,
                    one_minus_beta1, one_minus_beta2, beta2, bias_correction2_sqrt, eps, neg_step_size):
         t, i = _first_tensor(offsets, lo), lo
@@ -64,13 +67,27 @@ def _kernels(dtype):
             p, g, m, v = column(table, t, 0, n), column(table, t, 1, n), column(table, t, 2, n), column(table, t, 3, n)
             vmax, p_out, m_out = column(table, t, 4, n), column(table, t, 5, n), column(table, t, 6, n)
             v_out, vmax_out = column(table, t, 7, n), column(table, t, 8, n)
-            for j in range(i - start, end - start):
-                pj, mj, vj, vmaxj = adam_element(p[j], g[j], m[j], v[j], vmax[j], maximize, decay_kind, amsgrad,
+            if table[t, 5] == table[t, 0] and not amsgrad:
+                # The parameter updated in place, and no v_max: the stores go
+                # through the array the loads read (the same index, so LLVM
+                # needs no overlap check there) and v_max is left alone.  In
+                # the general loop below, p_out = p and v_max_out = v_out
+                # fail LLVM's run-time overlap checks, and it runs its scalar
+                # loop (docs/benchmarks.md).
+                for j in range(np.uint64(i - start), np.uint64(end - start)):
+                    pj, mj, vj, _ = adam_element(p[j], g[j], m[j], v[j], v[j], maximize, decay_kind, amsgrad,
                                                  weight_decay, decay_factor, one_minus_beta1, one_minus_beta2,
                                                  beta2, bias_correction2_sqrt, eps, neg_step_size)
-                p_out[j], m_out[j], v_out[j] = pj, mj, vj
-                if amsgrad:
-                    vmax_out[j] = vmaxj
+                    p[j], m_out[j], v_out[j] = pj, mj, vj
+            else:
+                for j in range(np.uint64(i - start), np.uint64(end - start)):
+                    pj, mj, vj, vmaxj = adam_element(p[j], g[j], m[j], v[j], vmax[j], maximize, decay_kind,
+                                                     amsgrad, weight_decay, decay_factor, one_minus_beta1,
+                                                     one_minus_beta2, beta2, bias_correction2_sqrt, eps,
+                                                     neg_step_size)
+                    p_out[j], m_out[j], v_out[j] = pj, mj, vj
+                    if amsgrad:
+                        vmax_out[j] = vmaxj
             i, t = end, t + 1
 
     def sgd_range(table, offsets, lo, hi, maximize, decayed, has_momentum, first_step, nesterov,
@@ -80,12 +97,25 @@ def _kernels(dtype):
             start, n, end = _segment(offsets, t, hi)
             p, g, buf = column(table, t, 0, n), column(table, t, 1, n), column(table, t, 2, n)
             p_out, buf_out = column(table, t, 3, n), column(table, t, 4, n)
-            for j in range(i - start, end - start):
-                pj, bufj = sgd_element(p[j], g[j], buf[j], maximize, decayed, has_momentum, first_step, nesterov,
-                                       weight_decay, one_minus_dampening, momentum, neg_lr)
-                p_out[j] = pj
+            if table[t, 3] == table[t, 0]:
+                # in place, as adam_range's first loop; without momentum the
+                # buffer column is the parameter's, and nothing else is stored
                 if has_momentum:
-                    buf_out[j] = bufj
+                    for j in range(np.uint64(i - start), np.uint64(end - start)):
+                        p[j], buf_out[j] = sgd_element(p[j], g[j], buf[j], maximize, decayed, has_momentum,
+                                                       first_step, nesterov, weight_decay, one_minus_dampening,
+                                                       momentum, neg_lr)
+                else:
+                    for j in range(np.uint64(i - start), np.uint64(end - start)):
+                        p[j], _ = sgd_element(p[j], g[j], buf[j], maximize, decayed, has_momentum, first_step,
+                                              nesterov, weight_decay, one_minus_dampening, momentum, neg_lr)
+            else:
+                for j in range(np.uint64(i - start), np.uint64(end - start)):
+                    pj, bufj = sgd_element(p[j], g[j], buf[j], maximize, decayed, has_momentum, first_step,
+                                           nesterov, weight_decay, one_minus_dampening, momentum, neg_lr)
+                    p_out[j] = pj
+                    if has_momentum:
+                        buf_out[j] = bufj
             i, t = end, t + 1
 
     adam_range = njit(cache=True, error_model="numpy")(adam_range)
