@@ -819,6 +819,53 @@ def test_either_form_of_the_undecided_flag_finishes_the_chunk(monkeypatch, name,
     assert np.array_equal(bits(got), bits(want))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_out_that_is_the_input_gets_the_undecided_elements_right(dtype):
+    """The decided-first launcher marks undecided elements in `out` and then
+    computes them from the input: with `out` the input itself (exp(x, out=x))
+    it must not read its own marks.  The op (its parallel launch) and both
+    launcher forms called directly, serial on addresses and parallel on
+    arrays, against exp of a separate copy."""
+    from numba import njit
+
+    import softrep.cpu.launch as cpu_launch
+    from softrep.algorithms.math import exp as E
+
+    fast = E.exp_fast if dtype == np.float32 else E.exp_fast64
+
+    @njit
+    def decided(xs, ok):
+        for i in range(xs.size):
+            ok[i] = fast(xs[i])[1]
+
+    def raw(a):
+        return np.ascontiguousarray(a).view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+    rng = np.random.Generator(np.random.PCG64(11))
+    candidates = (V.load_hard_cases("exp").view(np.float32) if dtype == np.float32
+                  else rng.uniform(-700, 700, 1 << 20))
+    ok = np.empty(candidates.size, np.bool_)
+    decided(candidates, ok)
+    undecided = candidates[~ok]
+    assert undecided.size >= 3
+    x = (rng.standard_normal(1 << 17) * 4).astype(dtype)
+    x[::997] = np.resize(undecided, x[::997].size)
+    want = softrep.exp(torch.from_numpy(x.copy())).numpy()
+
+    t = torch.from_numpy(x.copy())
+    assert softrep.exp(t, out=t) is t
+    assert np.array_equal(raw(t.numpy()), raw(want))
+
+    run = cpu_launch.elementwise(M.FUNCTIONS["exp"].kernel, 1)
+    assert run.writes_marks
+    y = x.copy()
+    run(y, y)
+    assert np.array_equal(raw(y), raw(want))
+    small = x[:4096].copy()
+    cpu_launch.launch_serial(run, np.dtype(dtype), small.ctypes.data, [small.ctypes.data], small.size)
+    assert np.array_equal(raw(small), raw(want[:4096]))
+
+
 def test_pow_zero_sign_decided_by_the_sign_rule():
     """pow's float64 zeros are decided by the sign rule (negative iff x < 0 and y an
     odd integer); MPFR agrees, and a zero of the wrong sign is caught."""

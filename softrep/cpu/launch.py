@@ -13,6 +13,7 @@ ops ask for their launchers when they are defined, so importing softrep
 registers every kernel its ops can launch.
 """
 
+import ctypes
 import functools
 
 import numba
@@ -298,7 +299,14 @@ def on_threads(n, launcher, *args):
 
 def launch_serial(run, dtype, out, inputs, n):
     """Run the serial kernel of launcher `run` on addresses: `out` and `inputs`
-    are C-contiguous buffers of n elements of numpy dtype `dtype`."""
+    are C-contiguous buffers of n elements of numpy dtype `dtype`.  A
+    decided-first launcher whose `out` is one of its inputs writes to a
+    scratch buffer first (`writes_marks`)."""
+    if getattr(run, "writes_marks", False) and out in inputs:
+        scratch = np.empty(n, dtype)
+        run.serial[dtype](scratch.ctypes.data, *inputs, n, CONTROL_MASK)
+        np.copyto(np.frombuffer((ctypes.c_char * scratch.nbytes).from_address(out), dtype), scratch)
+        return
     run.serial[dtype](out, *inputs, n, CONTROL_MASK)
 
 
@@ -580,6 +588,13 @@ def _decided_first(f, nin, fast, fast64=None, fast2=None):
         two_loops64 = _chunked(chunks[np.dtype(np.float64)], nin)
 
     def run(out, *inputs):
+        if out.size and any(np.may_share_memory(out, x) for x in inputs):
+            # the first loop writes its marks into `out`, and the marked pass
+            # reads the inputs again (`writes_marks`): through a scratch copy
+            result = np.empty_like(out)
+            run(result, *inputs)
+            np.copyto(out, result)
+            return
         dtype = inputs[0].dtype
         if dtype == np.float32 and fast is not None:
             two_loops(out, *inputs)
@@ -588,6 +603,9 @@ def _decided_first(f, nin, fast, fast64=None, fast2=None):
         else:
             one_loop(out, *inputs)
 
+    # The first loop marks the undecided elements in `out` and the marked pass
+    # then computes them from the inputs: `out` must not be an input.
+    run.writes_marks = True
     signatures = elementwise_signatures(f, nin)
     decided = {types.float32: fast is not None, types.float64: fast64 is not None}
     f32 = tuple(s for s in signatures if s[0].dtype == types.float32 and decided[types.float32])

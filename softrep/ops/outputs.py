@@ -52,7 +52,10 @@ def writable(out, inputs, same_elements_ok):
     """Whether a kernel may write its C-contiguous result straight into `out`
     while reading `inputs`: `out` is C-contiguous and shares no memory with an
     input, or (`same_elements_ok`, for elementwise kernels, which read element
-    i before writing element i) only as the same elements in the same layout."""
+    i before writing element i) only as the same elements in the same layout.
+    (The math functions' launchers, which mark elements in their output and
+    read the inputs again, go through scratch themselves: `writes_marks` in
+    softrep/cpu/launch.py.)"""
     if not out.is_contiguous():
         return False
     for t in inputs:
