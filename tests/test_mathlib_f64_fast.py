@@ -17,6 +17,7 @@ from softrep.algorithms.math.explog64 import (EXP8_TH, EXP8_TL, LOG_INV, LOG_TH,
 from softrep.algorithms.math.core import LN10_H, LN10_L
 from softrep.algorithms.math.exp10 import exp10_dd_fast, exp10_fast64
 from softrep.algorithms.math.exp2 import exp2_fast64
+from softrep.algorithms.math.sigmoid import sigmoid_eval_fast64, sigmoid_fast64
 from softrep.algorithms.math.tanh import tanh_series_fast
 from softrep.algorithms.math.trig64 import COS, SIN, TAN, trig_fast64, trig_fast64_cody_waite
 from softrep.cpu.launch import SERIAL_MAX
@@ -131,6 +132,40 @@ def test_exp_by_exp2_fast_error_bound():
                          [0.0, -0.0, 746.0, -746.0, 709.7, -708.3, -700.0, 5e-324]])
     worst = exp2_sum_worst_error(exp_by_exp2_fast, gmpy2.exp, ((x,) for x in xs))
     assert worst < gmpy2.mpfr(2) ** -69.2
+
+
+def test_sigmoid_eval_fast64_error_bound():
+    """sigmoid.sigmoid_eval_fast64: sigmoid(x) = (vh + vl) 2^-q within 2^-68.99
+    relative (argued in sigmoid.py, where the rounding test's err = 2^-67 vh
+    assumes it), vh in [2^-59, 1.01] and |vl| < 2^-51.9 vh.  Arguments:
+    uniform over [-700, 40], those whose -x log2(e) falls halfway between two
+    k/256, small ones of both signs (where 2^-q and h change order), the
+    ends; and the decided results against MPFR's."""
+    rng = np.random.Generator(np.random.PCG64(14))
+    step = float(gmpy2.log(2)) / 256
+    halves = (rng.integers(-2**18, 2**18, 1500) + 0.5) * step
+    xs = np.concatenate([rng.uniform(-700, 40, 2000), halves[(halves >= -700) & (halves <= 40)],
+                         rng.uniform(-1, 1, 500) * np.exp2(rng.integers(-60, 3, 500)),
+                         [0.0, -0.0, 40.0, -700.0, np.log(2), -np.log(2), 5e-324]])
+
+    def exact(x):
+        return 1 / (1 + gmpy2.exp(-x))
+
+    def eval_scaled(x):
+        vh, vl, qf = sigmoid_eval_fast64(x)
+        assert 2.0**-59 <= vh <= 1.01 and abs(vl) < 2.0**-51.9 * vh, x
+        return vh, vl, -(int(qf) >> 52)
+
+    worst = worst_relative_error(eval_scaled, exact, xs)
+    assert worst < gmpy2.mpfr(2) ** -68.99
+    assert worst > gmpy2.mpfr(2) ** -76  # the bound is not vacuous: the errors come near it
+    undecided = 0
+    with gmpy2.context(precision=300):
+        for x in xs:
+            r, ok = sigmoid_fast64(np.float64(x))
+            undecided += not ok
+            assert not ok or r == float(exact(gmpy2.mpfr(float(x)))), x  # float(): rounded to nearest
+    assert undecided <= xs.size / 1024
 
 
 def test_exp10_dd_fast_error_bound():

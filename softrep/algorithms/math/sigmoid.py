@@ -31,20 +31,19 @@ float64 (`sigmoid_f64`, correctly rounded; scheme: multiword.py): t = e^-|x| =
   (< 2^-64 |x|).  This is the one place where no error bound would do: for
   x = -2^-53 the value is 2^-164 above a midpoint.
 * x > 40: 1; x < -745.2: +0.
-The first of three steps (`sigmoid_fast64`) evaluates -700 <= x <= 40 from
-the faster explog64.exp_by_exp2_fast instead (< 2^-69.1, argued above it);
-what it cannot decide goes to the double-double path, then the
-triple-double one.
+The first of three steps (`sigmoid_fast64`) evaluates -700 <= x <= 40 as
+2^-q/(2^-q + h + low) from the faster explog64.exp_by_exp2_fast's e^-x =
+(h + low) 2^q, for both signs (< 2^-68.99, argued above it); what it cannot
+decide goes to the double-double path, then the triple-double one.
 """
 
 import numpy as np
 
 from ...primitives.jit import inline_into_callers
-from ...primitives.rounding import add_rn, div_rn, fabs, jitable, mul_rn, negate
+from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate
 from .core import (abs32, F64, NAN32, ONE, WIDE_WINDOW_HI, WIDE_WINDOW_LO, ZERO, clamp, dd_add, dd_div,
                    dd_to_f32, fast_two_sum, exp_core_short, exp_dd, pow2, round_if_within)
 from .exact64 import bracket_err
-from .trig64 import dd_div_fast
 from .explog64 import exp_by_exp2_fast, exp_dd as exp_dd64, exp_td, scale_normal
 from .multiword import dd_error, round_sum, td_add, td_div, td_round, ziv_round
 
@@ -102,28 +101,57 @@ QUARTER64 = F64(0.25)
 MINUS_1_48 = F64(-1.0 / 48.0)
 
 
-# The fast path for -700 <= x <= 40: t = e^-|x| = (h + low) 2^q from
-# explog64.exp_by_exp2_fast (within 2^-69.2 relative; q >= -1011, 2^q a
-# normal double), normalized exactly (fast_two_sum) to h + l, |l| <= 2^-53 h.
-# So t' = (h + l) 2^q = t (1 + eps), |eps| < 2^-69.2.  Then 1 + t' from the
-# scaled parts: (s, e) = 1 + h 2^q exactly (fast_two_sum), |e| <= 2^-53, and
-# e + l 2^q rounds once, by < 2^-53 (2^-53 + 2^-51.99) < 2^-104 <= 2^-104 (1 + t');
-# the final fast_two_sum is exact.  (dd_add's longer sum, for the same bound,
-# is not needed: 1 is the larger term.)  Where q < -200 the parts are scaled
-# by 2^-200 instead: that t'' < 2^-199 is as far from t' as both are from 0,
-# and 1 + t'' is 1 + t' within 2^-199; without the floor, l 2^q is subnormal
-# below x = -671, and x86 takes a microcode assist of about a hundred cycles
-# for each subnormal result.  Then one trig64.dd_div_fast (< 2^-100) of the
-# numerator 1 (x >= 0) or h + l (x < 0, the result scaled by 2^q).  The two
-# quotients depend on t' as 1/(1 + t') = (1/(1 + t)) (1 - eps t/(1 + t')) and
-# t'/(1 + t') = (t/(1 + t)) (1 + eps/(1 + t')) (t <= 1): their relative errors
-# are < 2^-69.2 + 2^-104 + 2^-100 + 2^-198 < 2^-69.1.  The value scaled by 2^q
-# is at least e^-700/2 > 2^-1011, a normal double: RN(h' + l') 2^q is exact and
-# is the rounded result.  The rounding test (exact64.bracket_err) needs
-# err >= 2 * 2^-69.1 |v| + 2^-52 |l'| < 2^-68.0 |h'|; it uses 2^-67 |h'|.
+# The fast path for -700 <= x <= 40, one formula for both signs: T = e^-x =
+# (h + low) 2^q from explog64.exp_by_exp2_fast, T' = T (1 + eps0) with
+# |eps0| < 2^-69.2 (argued there; h in [0.998, 2), |low| < 2^-19, q in
+# [-58, 1010]).  With P = 2^-q (a normal double: bits(1) - q 2^52),
+#
+#     sigmoid(x) = 1/(1 + T) = P/D,  D = P + h + low,
+#
+# and the numerator is 1 whatever the sign of x: no select between 1 and T
+# on the sign, and no quotient of two double-doubles.  Using T' for T
+# multiplies 1/(1 + T) by 1/(1 + eps0 T/(1 + T)): < 2^-69.2 relative.
+#
+# D: P and h in order of magnitude (two selects), (s, e) = fast_two_sum of
+# them, exact, |e| <= 2^-53 s (e is 0, +-P or a multiple of ulp(h): never
+# subnormal); m = RN(e + low) rounds by at most 2^-53 (2^-53 + 2^-19) s
+# < 2^-71.99 s (h <= s); (dh, dl) = fast_two_sum(s, m), exact and normalized.
+# So dh + dl = D (1 + d1), |d1| < 2^-71.98.
+#
+# 1/(dh + dl): inv = RN(1/dh); rho = 1 - inv dh is a double (the residual of
+# a correctly rounded reciprocal), so the inner fma is exact, |rho| <=
+# 2^-53 inv dh; r = RN(rho - inv dl) (|inv dl| <= 2^-53 inv dh: the sum is
+# below 2^-51.99 and rounds by < 2^-105); vl = RN(r inv) rounds by
+# < 2^-104.99 inv.  With r' = 1 - inv (dh + dl) = r - (< 2^-105),
+# 1/(dh + dl) = inv (1 + r' + r'^2/(1 - r')): vh + vl = inv + vl misses it
+# by < inv (2^-105 + 2^-103.98 + 2^-104.99) < 2^-102.9 relative.
+#
+# Total: (vh + vl) 2^-q = sigmoid(x) (1 + eta), |eta| < 2^-69.2 + 2^-71.98 +
+# 2^-102.9 < 2^-68.99 (measured: tests/test_mathlib_f64_fast.py).  The
+# rounding test (exact64.bracket_err) needs err >= 2 |eta| v + 2^-52 |vl|
+# (|vl| < 2^-51.9 vh) < 2^-67.98 vh: it uses 2^-67 vh.  The scaled result is
+# at least sigmoid(-700) > 2^-1011, a normal double, so RN(vh + vl) 2^-q is
+# exact and is the rounded result.  Every operand stays normal: P >= 2^-1010,
+# inv >= 2^-59 (x86 takes a microcode assist of about a hundred cycles for a
+# subnormal operand or result).
 SIGMOID64_FAST_LO = F64(-700.0)
 SIGMOID64_FAST_EPS = F64(2.0**-67)
-SIGMOID64_QF_FLOOR = np.int64(-200) << np.int64(52)  # explog64.exp2_sum_fast's q 2^52 for q = -200
+
+
+@jitable
+def sigmoid_eval_fast64(x):
+    """(vh, vl, qf): sigmoid(x) = (vh + vl) 2^-q within 2^-68.99 relative, for
+    -700 <= x <= 40 (the analysis above), qf = q 2^52 (for
+    explog64.scale_normal with -qf), vh in [2^-59, 1.01], |vl| < 2^-51.9 vh.
+    Branch-free."""
+    inline_into_callers()
+    h, low, qf = exp_by_exp2_fast(negate(x))
+    p = scale_normal(ONE, -qf)
+    p_larger = p > h
+    s, e = fast_two_sum(p if p_larger else h, h if p_larger else p)
+    dh, dl = fast_two_sum(s, add_rn(e, low))
+    inv = div_rn(ONE, dh)
+    return inv, mul_rn(fma_rn(negate(inv), dl, fma_rn(negate(inv), dh, ONE)), inv), qf
 
 
 @jitable
@@ -141,15 +169,9 @@ def sigmoid_fast64(x):
     and the loop would not vectorise.)"""
     inline_into_callers()
     inside = (x >= SIGMOID64_FAST_LO) & (x <= SIGMOID64_HI)
-    h, low, qf = exp_by_exp2_fast(negate(fabs(x)) if inside else ZERO)
-    h, l = fast_two_sum(h, low)
-    s = scale_normal(ONE, max(qf, SIGMOID64_QF_FLOOR))
-    dh, e = fast_two_sum(ONE, mul_rn(h, s))
-    dh, dl = fast_two_sum(dh, add_rn(e, mul_rn(l, s)))
-    positive = x >= ZERO64
-    th, tl = dd_div_fast(ONE if positive else h, ZERO if positive else l, dh, dl)
-    lo, hi = bracket_err(th, tl, mul_rn(th, SIGMOID64_FAST_EPS))
-    r = lo if positive else scale_normal(lo, qf)
+    vh, vl, qf = sigmoid_eval_fast64(x if inside else ZERO)
+    lo, hi = bracket_err(vh, vl, mul_rn(vh, SIGMOID64_FAST_EPS))
+    r = scale_normal(lo, -qf)
     above, below = x > SIGMOID64_HI, x < SIGMOID64_LO
     r = ONE64 if above else r
     r = ZERO64 if below else r
