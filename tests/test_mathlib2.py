@@ -126,13 +126,18 @@ def test_exception_tables_hold_mpfr_values():
         assert np.array_equal(values[live], reference_bits(name, keys[live].view(np.float32))), name
 
 
-def _fit_and_horner_factor(coeffs, f, lo, hi, relative):
+def _fit_and_horner_factor(coeffs, f, lo, hi, relative, pairs=False):
     """(worst fit error, Horner factor) of the polynomial sum coeffs[k] u^k
     (the coefficients as rounded) against f on a grid of 2001 points of
     [lo, hi], at 120 bits: the fit's error, absolute or relative to f, and
-    the factor sum_k max |u|^k |p_k(u)| (divided by |f(u)| when relative),
-    p_k the polynomial of Horner's steps from k up, whose product with 2^-53
-    bounds the steps' roundings."""
+    the factor whose product with 2^-53 bounds the evaluation's roundings
+    (to first order), divided by |f(u)| when relative.  `horner`: the sum
+    over its steps k of max |u|^k |p_k(u)|, p_k the polynomial of the steps
+    from k up.  `horner_pairs` (pairs=True): each step i (even) rounds
+    |u|^i |p_i(u)| and its pair c_i + c_(i+1) u rounds |u|^i of itself (the
+    top coefficient of an odd count is exact, the top pair is the first
+    step), and u^2's rounding moves the j-th power of u^2 by j of itself:
+    j |u|^2j times the pair it multiplies."""
     import mpmath
 
     with mpmath.workprec(120):
@@ -140,8 +145,18 @@ def _fit_and_horner_factor(coeffs, f, lo, hi, relative):
         grid = [mpmath.mpf(lo) + (mpmath.mpf(hi) - mpmath.mpf(lo)) * i / 2000 for i in range(2001)]
         scale = (lambda u: abs(f(u))) if relative else (lambda u: 1)
         fit = max(abs(mpmath.polyval(c[::-1], u) - f(u)) / scale(u) for u in grid)
-        factor = sum(max(abs(u) ** k * abs(mpmath.polyval(c[k:][::-1], u)) / scale(u) for u in grid[::10])
-                     for k in range(len(c)))
+        if not pairs:
+            terms = [lambda u, k=k: abs(u) ** k * abs(mpmath.polyval(c[k:][::-1], u)) for k in range(len(c))]
+        else:
+            n = len(c)
+            top = n - 1 if n % 2 else n - 2
+            pair = lambda u, i: c[i] + c[i + 1] * u if i + 1 < n else c[i]  # noqa: E731
+            steps = [lambda u, i=i: abs(u) ** i * abs(mpmath.polyval(c[i:][::-1], u))
+                     for i in range(0, n, 2) if i != n - 1]
+            pairs_rounded = [lambda u, i=i: abs(u) ** i * abs(pair(u, i)) for i in range(0, top, 2)]
+            square = [lambda u, i=i: (i // 2) * abs(u) ** i * abs(pair(u, i)) for i in range(2, n, 2)]
+            terms = steps + pairs_rounded + square
+        factor = sum(max(term(u) / scale(u) for u in grid[::10]) for term in terms)
         return float(mpmath.log(fit, 2)), float(factor)
 
 
@@ -161,16 +176,37 @@ def test_erf_mid_bounds_are_measured():
 def test_erf_short_bounds_are_measured():
     # erf.erf_short's bound (2^-43.1) rests on: a P(a^2) for a <= 3/2, P
     # within 2^-43.21 of erf(sqrt v)/sqrt v relatively on [0, 9/4] with a
-    # Horner factor < 2.88 (relative to P); erf(11/4 + d) on [-5/4, 5/4]
-    # within 2^-43.77 absolutely, Horner factor < 1.16.
+    # horner_pairs factor < 4.1 (relative to P); erf(11/4 + d) on
+    # [-5/4, 5/4] within 2^-43.77 absolutely, horner_pairs factor < 2.2.
     import mpmath
     from softrep.algorithms.math.erf import ERF_SHORT_COEFFS
 
     ratio = lambda v: mpmath.erf(mpmath.sqrt(v)) / mpmath.sqrt(v) if v else 2 / mpmath.sqrt(mpmath.pi)  # noqa: E731
-    fit, horner = _fit_and_horner_factor(ERF_SHORT_COEFFS[0], ratio, 0, 2.25, True)
-    assert fit < -43.21 and horner < 2.88, (fit, horner)
-    fit, horner = _fit_and_horner_factor(ERF_SHORT_COEFFS[1], lambda d: mpmath.erf(2.75 + d), -1.25, 1.25, False)
-    assert fit < -43.77 and horner < 1.16, (fit, horner)
+    fit, factor = _fit_and_horner_factor(ERF_SHORT_COEFFS[0], ratio, 0, 2.25, True, pairs=True)
+    assert fit < -43.21 and factor < 4.1, (fit, factor)
+    fit, factor = _fit_and_horner_factor(ERF_SHORT_COEFFS[1], lambda d: mpmath.erf(2.75 + d), -1.25, 1.25, False,
+                                         pairs=True)
+    assert fit < -43.77 and factor < 2.2, (fit, factor)
+
+
+def test_horner_pairs_is_the_polynomial():
+    # core.horner_pairs evaluates sum c_i u^i for odd and even counts (its
+    # pairs and its top), against exact rational evaluation: within the
+    # rounding factor the erf test above measures, for the first eight
+    # lengths and for erf's twenty coefficients.
+    from fractions import Fraction
+    from numba import njit
+    from softrep.algorithms.math.core import coefficient_tuple, horner_pairs
+    from softrep.algorithms.math.erf import ERF_SHORT_COEFFS
+
+    rng = np.random.default_rng(23)
+    cases = [list(rng.uniform(-1, 1, n)) for n in range(1, 9)] + [ERF_SHORT_COEFFS[1]]
+    for coeffs in cases:
+        evaluate = njit(lambda u, c=coefficient_tuple(coeffs): horner_pairs(c, u))
+        for u in rng.uniform(-1.25, 1.25, 50):
+            exact = sum(Fraction(c) * Fraction(u) ** i for i, c in enumerate(coeffs))
+            scale = sum(abs(Fraction(c)) * abs(Fraction(u)) ** i for i, c in enumerate(coeffs))
+            assert abs(Fraction(evaluate(u)) - exact) <= len(coeffs) ** 2 * scale * Fraction(2) ** -53, (coeffs, u)
 
 
 def test_erf_mid_against_mpfr():

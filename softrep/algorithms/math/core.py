@@ -128,6 +128,30 @@ def horner(coeffs, u):
 
 
 @jitable
+def horner_pairs(coeffs, u):
+    """sum coeffs[i] u^i by Horner's rule in u^2 over the pairs
+    coeffs[i] + coeffs[i + 1] u (second-order Horner; coeffs lowest first, a
+    tuple of float64): fma(... fma(c[n-1], u^2, c[n-3] + c[n-2] u) ..., u^2,
+    c[0] + c[1] u) for odd n, the top pair in place of c[n-1] for even n.
+    One multiplication more than `horner` and half its chain of dependent
+    fmas: the pairs are independent of one another.  A vector loop that
+    evaluates a long polynomial (erf's first step: 12 and 20 coefficients)
+    waits on that chain where the core holds too few of them in flight (the
+    AVX2 path; docs/benchmarks.md).  Each fma rounds once and u^2 rounds
+    once: the bound on the roundings is not Horner's (the callers measure
+    theirs).  LLVM unrolls the loop over a tuple of up to 20 coefficients."""
+    n = len(coeffs)
+    u2 = mul_rn(u, u)
+    if n % 2 == 1:
+        p = coeffs[n - 1]
+    else:
+        p = fma_rn(coeffs[n - 1], u, coeffs[n - 2])
+    for i in range(n - 3 if n % 2 == 1 else n - 4, -1, -2):
+        p = fma_rn(p, u2, fma_rn(coeffs[i + 1], u, coeffs[i]))
+    return p
+
+
+@jitable
 def horner_from(p, coeffs, u):
     """Horner's rule continued from p over coeffs (lowest first):
     fma(... fma(fma(p, u, coeffs[n-1]), u, coeffs[n-2]) ..., u, coeffs[0]).

@@ -40,8 +40,8 @@ import numpy as np
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import fabs, fma_rn, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_mid, erf_small
-from .core import (WIDE_WINDOW_HI, WIDE_WINDOW_LO, abs32, coefficient_tuple, dd_add, fast_two_sum, horner,
-                   horner_from, neg32, pow2, round_if_within, signbit32, two_prod)
+from .core import (WIDE_WINDOW_HI, WIDE_WINDOW_LO, abs32, coefficient_tuple, dd_add, fast_two_sum, horner_pairs,
+                   neg32, pow2, round_if_within, signbit32, two_prod)
 from .erf64 import (SERIES_LIMIT, erf_ratio_fast, erf_ratio_piece, erf_series_dd, erf_series_td, erfc_large_dd,
                     erfc_large_td)
 from .exact64 import bracket_err
@@ -199,14 +199,17 @@ def erf_approx(a):
 #   mpmath.chebyfit(G, [0, 9/4], 12) at 160 bits, each coefficient rounded to
 #   nearest double, lowest degree first.  As rounded it misses G by < 2^-43.21
 #   relatively (measured, tests/test_mathlib2.py).  a^2 is exact (a has 24
-#   bits); Horner with fma rounds each step once, off by at most
-#   2^-53 sum_k v^k |p_k(v)| < 2.88 * 2^-53 of G (measured as for erf_mid);
-#   the product by a rounds once: < 2^-43.21 + 2^-51.47 + 2^-53 < 2^-43.1.
+#   bits); core.horner_pairs rounds each pair, each step and v^2 once, off
+#   by at most 4.1 * 2^-53 of G (to first order; the factor is measured in
+#   tests/test_mathlib2.py as Horner's is for erf_mid); the product by a
+#   rounds once: < 2^-43.21 + 2^-50.96 + 2^-53 < 2^-43.1.
 # * 3/2 < a <= 4: erf itself in d = a - 11/4 (exact: a's last bit is at
 #   >= 2^-23), mpmath.chebyfit(lambda d: erf(11/4 + d), [-5/4, 5/4], 20) at
-#   160 bits, rounded alike: < 2^-43.77 absolutely as rounded, Horner's
-#   roundings < 1.16 * 2^-53; erf a >= erf(3/2) > 0.966, so < 2^-43.6
+#   160 bits, rounded alike: < 2^-43.77 absolutely as rounded, horner_pairs'
+#   roundings < 2.2 * 2^-53; erf a >= erf(3/2) > 0.966, so < 2^-43.6
 #   relatively.
+# Both polynomials by horner_pairs rather than Horner's rule: half the chain
+# of dependent fmas, which the AVX2 loop waited on (docs/benchmarks.md).
 # a > 4 is evaluated at 4: erf(4) = 1 - 1.5e-8 lies 2^-26.05 above the
 # midpoint 1 - 2^-25, far outside the window, and rounds to 1, as erf of
 # everything beyond does.
@@ -222,7 +225,7 @@ _ERF_SHORT_BIG = [float.fromhex(h) for h in (
     "0x1.f68b953a0e6fep-24", "-0x1.090f3b952dbdcp-25", "-0x1.4a221bc6f5eabp-28", "0x1.61d78a9550e45p-29")]
 ERF_SHORT_COEFFS = (_ERF_SHORT_SMALL, _ERF_SHORT_BIG)  # for the tests
 ERF_SHORT_SMALL = coefficient_tuple(_ERF_SHORT_SMALL)
-ERF_SHORT_TOP, ERF_SHORT_BOTTOM = coefficient_tuple(_ERF_SHORT_BIG[12:]), coefficient_tuple(_ERF_SHORT_BIG[:12])
+ERF_SHORT_BIG = coefficient_tuple(_ERF_SHORT_BIG)
 ERF_SHORT_CENTRE = F64(2.75)
 ERF_SHORT_SPLIT = np.float32(1.5)
 
@@ -234,9 +237,8 @@ def erf_short(a):
     Branch-free: both pieces are evaluated."""
     inline_into_callers()
     ad = F64(SATURATE_F32 if a > SATURATE_F32 else a)
-    small = mul_rn(ad, horner(ERF_SHORT_SMALL, mul_rn(ad, ad)))
-    d = sub_rn(ad, ERF_SHORT_CENTRE)
-    big = horner_from(horner(ERF_SHORT_TOP, d), ERF_SHORT_BOTTOM, d)
+    small = mul_rn(ad, horner_pairs(ERF_SHORT_SMALL, mul_rn(ad, ad)))
+    big = horner_pairs(ERF_SHORT_BIG, sub_rn(ad, ERF_SHORT_CENTRE))
     return small if a <= ERF_SHORT_SPLIT else big
 
 
