@@ -17,7 +17,8 @@ float32 x unless m is a power of two, which a midpoint is not.
 
 import numpy as np
 
-from ...primitives.rounding import canonical, div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
+from ...primitives.jit import inline_into_callers
+from ...primitives.rounding import bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
 from .core import WINDOW_HI, WINDOW_LO, round_if_safe, two_prod
 from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
 from .wide_int import wide, wide_cmp, wide_mul, wide_shl
@@ -132,15 +133,46 @@ def rsqrt_f64_window(x, rel):
     return r
 
 
+_MIN_NORMAL64 = F64(2.0**-1022)
+_EXPONENT_FIELD = np.uint64(0x7FF)
+_MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
+_FIELD_SHIFT = np.uint64(52)
+_BIAS = np.int64(1023)
+_SIGN = np.uint64(0x8000000000000000)
+
+
 @jitable
 def rsqrt_fast64(x):
     """(rsqrt(x) correctly rounded, True) where both ends of the bracket round
-    alike, else (anything, False): the exact decision is needed.  The result
-    is returned canonical (a NaN only for a NaN or negative x): the same bits
-    for the launcher, which canonicalises results, and with the select LLVM
-    vectorises the launcher's loop over this branchy step (docs/benchmarks.md)."""
-    lo, hi, finite = _rsqrt_ends(x, REL_2M98)
-    return canonical(lo), (not finite) or lo == hi
+    alike, else (anything, False): the exact decision is needed.  The
+    evaluation of `_rsqrt_ends` without its branches, so that the CPU
+    launcher's loop vectorises on every host (with them, the AVX2 loop stayed
+    scalar: docs/benchmarks.md): for a normal x, x = f 2^e splits by bit
+    operations, k = floor(e/2) by a shift, and 2^-k (|k| <= 512) is a normal
+    double from bits; the special values (NaN for a NaN or negative x, +-inf
+    for +-0, +0 for +inf) are selected, x replaced by 1 in the evaluation.
+    A subnormal x is left undecided (`rsqrt_f64` scales it by 2^54 first: as
+    a select here, that scaling cost every element 20%).  The results are
+    rsqrt_f64's, bit for bit."""
+    inline_into_callers()
+    inside = (x >= _MIN_NORMAL64) & (x < INF64)
+    u = bitcast(x if inside else ONE)
+    e = np.int64((u >> _FIELD_SHIFT) & _EXPONENT_FIELD) - _BIAS
+    k = e >> np.int64(1)
+    xm = bitcast((u & _MANTISSA) | (np.uint64(_BIAS + e - 2 * k) << _FIELD_SHIFT))
+    y0 = div_rn(ONE, sqrt_rn(xm))
+    p, pe = two_prod(y0, y0)
+    q, qe = two_prod(xm, p)
+    r = sub_rn(sub_rn(sub_rn(ONE, q), qe), mul_rn(xm, pe))
+    c = mul_rn(y0, mul_rn(r, fma_rn(r, THREE_EIGHTHS, HALF64)))
+    lo, hi = bracket(y0, c, REL_2M98)
+    scale = bitcast(np.uint64(_BIAS - k) << _FIELD_SHIFT)
+    lo = mul_rn(lo, scale)
+    infinity = bitcast(bitcast(INF64) | (bitcast(x) & _SIGN))  # +-inf for +-0
+    result = ZERO64 if x == INF64 else NAN64
+    result = infinity if x == ZERO64 else result
+    special = (x != x) | (x <= ZERO64) | (x == INF64)
+    return (lo if inside else result), special | (inside & (lo == mul_rn(hi, scale)))
 
 
 @jitable
