@@ -20,12 +20,7 @@ from numba.core import config as numba_config
 from softrep.cpu.launch import _decided_chunk, host_prefers_scalar_loads, prefer_host_table_reads, prefer_host_vectors
 
 TWO_ARGUMENTS = ("pow", "hypot")
-# rsqrt's first step keeps its branches: a branch-free form vectorised ran 40%
-# slower on a Zen 4 core, whose vector square roots and divisions are no
-# faster per element than scalar ones (docs/benchmarks.md).  The launcher's
-# own loop vectorises it by if-conversion (test_launcher_first_loop_is_vectorised).
-SCALAR = ("rsqrt_fast64",)
-FAST = sorted(n for n in dir(AM) if n.endswith(("_fast", "_fast64")) and n not in SCALAR)
+FAST = sorted(n for n in dir(AM) if n.endswith(("_fast", "_fast64")))
 
 
 def _loop(fast, nin):
@@ -195,3 +190,44 @@ def test_softmax_rows_exp_loop_is_vectorised(name):
     compiled(*args)
     ir = "\n".join(compiled.inspect_llvm().values())
     assert re.search(r"<\d+ x double>", ir), f"{name}: exp's loop is not vectorised"
+
+
+AVX2_CHECK = """
+import re, sys
+import numpy as np
+from numba import njit
+import softrep.algorithms.math as AM
+from softrep.cpu.launch import VECTOR_BITS, _decided_chunk
+assert VECTOR_BITS == 256, VECTOR_BITS
+for name in sys.argv[1:]:
+    k = AM.KERNELS[name]
+    for f, fast, dtype, lanes in ((k.f32, k.fast, np.float32, "float"), (k.f64, k.f64_fast, np.float64, "double")):
+        chunk = njit(error_model="numpy")(_decided_chunk(f, fast, k.arity).py_func)
+        x = np.linspace(0.5, 2.0, 64).astype(dtype)
+        chunk(np.empty_like(x), *([x] * k.arity), 0, x.size)
+        ir = "\\n".join(chunk.inspect_llvm().values())
+        body = [p for p in ir.split("\\ndefine ")[1:] if "_decided_chunk" in p.split("\\n", 1)[0]][0]
+        assert re.search(rf"<\\d+ x {lanes}>", body), (name, lanes)
+print("vectorised")
+"""
+
+
+@pytest.mark.skipif(launch.VECTOR_BITS != 512, reason="the host's own vectors are 256 bits: the tests above check them")
+def test_rsqrt_launcher_loops_vectorise_on_avx2():
+    """The launcher's first loops of rsqrt (float32 and float64), compiled for
+    the host without AVX-512 in a child process (benchmarks/isa.py's AVX2
+    path): with its special values as branches, rsqrt's loop stayed scalar
+    there while it vectorised with AVX-512, 8 to 12 times slower."""
+    import os
+    import subprocess
+    import sys
+
+    from llvmlite import binding as llvm
+
+    features = llvm.get_host_cpu_features()
+    for name in features:
+        if name.startswith(("avx512", "amx", "avx10")):
+            features[name] = False
+    env = dict(os.environ, NUMBA_CPU_NAME=llvm.get_host_cpu_name(), NUMBA_CPU_FEATURES=features.flatten())
+    result = subprocess.run([sys.executable, "-c", AVX2_CHECK, "rsqrt"], env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and "vectorised" in result.stdout, result.stderr[-3000:]

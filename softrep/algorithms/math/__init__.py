@@ -44,7 +44,7 @@ from .log1p import log1p_f32, log1p_f64, log1p_fast, log1p_fast64
 from .log2 import log2_f32, log2_f64, log2_fast, log2_fast64
 from .narrowed import float32_first_step
 from .pow import pow_f32, pow_f64, pow_fast64
-from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast64
+from .rsqrt import rsqrt_f32, rsqrt_f64, rsqrt_fast, rsqrt_fast64
 from .sigmoid import sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64
 from .sin import sin_f32, sin_f64, sin_fast, sin_fast64, sin_window
 from .sinh import sinh_f32, sinh_f64, sinh_fast, sinh_fast64
@@ -66,9 +66,8 @@ class MathKernel:
 
 
 # Functions without a float32 fast path of their own that keep their float32
-# kernel alone: rsqrt's and hypot's are branch-free and vectorise as they
-# are.
-OWN_FLOAT32_PATH = frozenset({"hypot", "rsqrt"})
+# kernel alone: hypot's is branch-free and vectorises as it is.
+OWN_FLOAT32_PATH = frozenset({"hypot"})
 
 
 def _with_narrowed(k):
@@ -97,7 +96,7 @@ KERNELS = {k.name: _with_narrowed(k) for k in (
     MathKernel("log1p", 1, log1p_f32, log1p_f64, log1p_fast, log1p_fast64),
     MathKernel("log2", 1, log2_f32, log2_f64, log2_fast, log2_fast64),
     MathKernel("pow", 2, pow_f32, pow_f64, None, pow_fast64),
-    MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, None, rsqrt_fast64),
+    MathKernel("rsqrt", 1, rsqrt_f32, rsqrt_f64, rsqrt_fast, rsqrt_fast64),
     MathKernel("sigmoid", 1, sigmoid_f32, sigmoid_f64, sigmoid_fast, sigmoid_fast64),
     MathKernel("sin", 1, sin_f32, sin_f64, sin_fast, sin_fast64, sin_window),
     MathKernel("sinh", 1, sinh_f32, sinh_f64, sinh_fast, sinh_fast64),

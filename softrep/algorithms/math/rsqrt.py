@@ -19,7 +19,7 @@ import numpy as np
 
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
-from .core import WINDOW_HI, WINDOW_LO, round_if_safe, two_prod
+from .core import WINDOW_HI, WINDOW_LO, neg32, round_if_safe, signbit32, two_prod
 from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
 from .wide_int import wide, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
@@ -34,18 +34,31 @@ ONE_F32 = np.float32(1.0)
 
 
 @jitable
+def rsqrt_fast(x):
+    """(rsqrt(x) correctly rounded, True), or (anything, False) where the window
+    test cannot decide: the fast path of the module docstring without
+    branches, so that the CPU launcher's first loop vectorises (as
+    `rsqrt_f32`, with its branches for the special values, the AVX2 loop
+    stayed scalar: docs/benchmarks.md).  The special values (NaN for a NaN
+    or negative x, +-inf for +-0, +0 for +inf) are selected, x replaced by 1
+    in the evaluation; every positive finite float32, subnormals included,
+    is exact in double."""
+    inline_into_callers()
+    inside = (x > ZERO_F32) & (x < INF32)
+    r, ok = round_if_safe(div_rn(ONE, sqrt_rn(F64(x if inside else ONE_F32))))
+    special = ZERO_F32 if x == INF32 else NAN32
+    special = (neg32(INF32) if signbit32(x) else INF32) if x == ZERO_F32 else special
+    return (r if inside else special), ok | (not inside)
+
+
+@jitable
 def rsqrt_f32(x):
-    if x != x or x < ZERO_F32:
-        return NAN32
-    if x == ZERO_F32:
-        return div_rn(ONE_F32, x)  # +inf for +0, -inf for -0
-    if x == INF32:
-        return ZERO_F32
-    xd = F64(x)
-    y = div_rn(ONE, sqrt_rn(xd))
-    r, ok = round_if_safe(y)
+    r, ok = rsqrt_fast(x)
     if ok:
         return r
+    # a positive finite x whose y lies within the window of a midpoint
+    xd = F64(x)
+    y = div_rn(ONE, sqrt_rn(xd))
     lo32, hi32 = window_ends(y, WINDOW_LO, WINDOW_HI)
     m = midpoint32(lo32, hi32)
     e = fma_rn(mul_rn(m, m), xd, MINUS_ONE)
