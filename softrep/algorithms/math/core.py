@@ -139,7 +139,8 @@ def horner_pairs(coeffs, u):
     waits on that chain where the core holds too few of them in flight (the
     AVX2 path; docs/benchmarks.md).  Each fma rounds once and u^2 rounds
     once: the bound on the roundings is not Horner's (the callers measure
-    theirs).  LLVM unrolls the loop over a tuple of up to 20 coefficients."""
+    theirs).  LLVM unrolls the loop over erf's 20 coefficients, which the
+    vector loop needs (tests/test_fast_paths_vectorise.py checks it)."""
     n = len(coeffs)
     u2 = mul_rn(u, u)
     if n % 2 == 1:
