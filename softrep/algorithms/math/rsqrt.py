@@ -101,6 +101,20 @@ ONE_U64 = np.uint64(1)
 
 
 @jitable
+def _rsqrt_bracket(xm, rel):
+    """(lo, hi) with lo <= RN(xm^(-1/2)) <= hi for xm in [1, 4): the
+    double-double evaluation above, y0 + c within 2^-101, bracketed with
+    the relative half-width rel."""
+    inline_into_callers()
+    y0 = div_rn(ONE, sqrt_rn(xm))
+    p, pe = two_prod(y0, y0)
+    q, qe = two_prod(xm, p)
+    r = sub_rn(sub_rn(sub_rn(ONE, q), qe), mul_rn(xm, pe))
+    c = mul_rn(y0, mul_rn(r, fma_rn(r, THREE_EIGHTHS, HALF64)))
+    return bracket(y0, c, rel)
+
+
+@jitable
 def _rsqrt_ends(x, rel):
     """(lo, hi, True) with lo <= RN(rsqrt x) <= hi from the double-double
     evaluation (bracket half-width rel), or (result, result, False) for the
@@ -114,13 +128,7 @@ def _rsqrt_ends(x, rel):
         return ZERO64, ZERO64, False
     f, e = split_exponent(x)
     k = e // 2
-    xm = with_exponent(f, e - 2 * k)
-    y0 = div_rn(ONE, sqrt_rn(xm))
-    p, pe = two_prod(y0, y0)
-    q, qe = two_prod(xm, p)
-    r = sub_rn(sub_rn(sub_rn(ONE, q), qe), mul_rn(xm, pe))
-    c = mul_rn(y0, mul_rn(r, fma_rn(r, THREE_EIGHTHS, HALF64)))
-    lo, hi = bracket(y0, c, rel)
+    lo, hi = _rsqrt_bracket(with_exponent(f, e - 2 * k), rel)
     scale = pow2_any(-k)
     return to_grid(lo, scale), to_grid(hi, scale), True
 
@@ -172,13 +180,7 @@ def rsqrt_fast64(x):
     u = bitcast(x if inside else ONE)
     e = np.int64((u >> _FIELD_SHIFT) & _EXPONENT_FIELD) - _BIAS
     k = e >> np.int64(1)
-    xm = bitcast((u & _MANTISSA) | (np.uint64(_BIAS + e - 2 * k) << _FIELD_SHIFT))
-    y0 = div_rn(ONE, sqrt_rn(xm))
-    p, pe = two_prod(y0, y0)
-    q, qe = two_prod(xm, p)
-    r = sub_rn(sub_rn(sub_rn(ONE, q), qe), mul_rn(xm, pe))
-    c = mul_rn(y0, mul_rn(r, fma_rn(r, THREE_EIGHTHS, HALF64)))
-    lo, hi = bracket(y0, c, REL_2M98)
+    lo, hi = _rsqrt_bracket(bitcast((u & _MANTISSA) | (np.uint64(_BIAS + e - 2 * k) << _FIELD_SHIFT)), REL_2M98)
     scale = bitcast(np.uint64(_BIAS - k) << _FIELD_SHIFT)
     lo = mul_rn(lo, scale)
     infinity = bitcast(bitcast(INF64) | (bitcast(x) & _SIGN))  # +-inf for +-0
