@@ -334,15 +334,19 @@ def host_vector_bits():
 
 
 def host_prefers_scalar_loads():
-    """Whether table reads in vector loops should be scalar loads rather than
-    AVX-512 gathers on the CPU Numba compiles for: on AMD's Zen cores.  LLVM
-    treats every AVX-512 gather as cheap, but on Zen a gather of 8 doubles
-    costs more than 8 scalar loads and their inserts: with scalar loads the
-    float64 math functions (two table reads per element) ran 5-45% faster on
-    Zen 5 (docs/benchmarks.md).  Without AVX-512, LLVM already uses scalar
-    loads on these cores.  Elsewhere LLVM's choice stands."""
+    """Whether table reads in vector loops should be scalar loads at indices
+    computed in vector registers, on the CPU Numba compiles for: on AMD's
+    Zen cores.  LLVM treats every AVX-512 gather as cheap, but on Zen a
+    gather of 8 doubles costs more than 8 scalar loads and their inserts:
+    with scalar loads the float64 math functions (two table reads per
+    element) ran 5-45% faster on Zen 5.  Without AVX-512, LLVM already uses
+    scalar loads on these cores, but computes each index again in scalar
+    registers, from the load of the argument on (`_vector_hints`); with the
+    indices taken from the vector registers the float64 math functions ran
+    up to 64% faster on a Zen 4 core's AVX2 path (docs/benchmarks.md).
+    Elsewhere LLVM's choice stands."""
     name = _numba_config.CPU_NAME or llvm.get_host_cpu_name()
-    return name.startswith("znver") and host_vector_bits() == 512
+    return name.startswith("znver")
 
 
 VECTOR_BITS = host_vector_bits()
@@ -357,7 +361,15 @@ def _vector_hints(scalar_loads):
         attributes = builder.function.attributes
         set.add(attributes, f'"prefer-vector-width"="{VECTOR_BITS}"')
         if scalar_loads and SCALAR_LOADS:
-            set.add(attributes, f'"target-features"="{host_cpu_features()},+prefer-no-gather"')
+            # "prefer-no-gather" keeps gathers out.  "fast-gather" lets LLVM
+            # count gathers as available on an AVX2-only target: only then
+            # does it keep address computations in vector registers (X86's
+            # prefersVectorizedAddressing) and extract each index, where it
+            # would otherwise compute every index's chain (the argument's
+            # load, the products and sums before the table index) per
+            # element in scalar registers, and pack those values into vectors
+            # again for their other uses.  With AVX-512 it changes nothing.
+            set.add(attributes, f'"target-features"="{host_cpu_features()},+fast-gather,+prefer-no-gather"')
         return context.get_dummy_value()
     return codegen
 
@@ -376,9 +388,10 @@ def prefer_host_vectors(typingctx):
 @intrinsic
 def prefer_host_table_reads(typingctx):
     """`prefer_host_vectors`, and where SCALAR_LOADS, table reads at computed
-    indices left to scalar loads ("prefer-no-gather" added to the target's
-    features): for the math functions' first steps, which read one or two
-    table words per element.  (Not for strided reads in general: the short
+    indices left to scalar loads at indices computed in vector registers
+    ("fast-gather" and "prefer-no-gather" added to the target's features:
+    `_vector_hints`): for the math functions' first steps, which read one or
+    more table words per element.  (Not for strided reads in general: the short
     rows' amax over rows of 64, which LLVM also vectorises with gathers, ran
     15% slower with scalar loads on Zen 5.)  No bit changes: the same
     values are loaded."""
