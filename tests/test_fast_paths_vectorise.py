@@ -228,17 +228,16 @@ def test_launcher_loops_on_avx2():
     cores, also float64 exp's and exp2's: their table indices are computed
     in vector registers (without the launcher's target features, LLVM
     computed each in scalar registers there, up to 64% slower)."""
+    import importlib.util
     import os
     import subprocess
     import sys
 
-    from llvmlite import binding as llvm
-
-    features = llvm.get_host_cpu_features()
-    for name in features:
-        if name.startswith(("avx512", "amx", "avx10")):
-            features[name] = False
-    env = dict(os.environ, NUMBA_CPU_NAME=llvm.get_host_cpu_name(), NUMBA_CPU_FEATURES=features.flatten())
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "isa.py")
+    spec = importlib.util.spec_from_file_location("benchmarks_isa", path)
+    isa = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(isa)
+    env = isa.avx2_environment(os.environ)
     result = subprocess.run([sys.executable, "-c", AVX2_CHECK, "rsqrt"], env=env, capture_output=True, text=True)
     assert result.returncode == 0 and "vectorised" in result.stdout, result.stderr[-3000:]
     if host_prefers_scalar_loads():
