@@ -17,6 +17,7 @@ from softrep.algorithms.math.explog64 import (EXP8_TH, EXP8_TL, LOG_INV, LOG_TH,
 from softrep.algorithms.math.core import LN10_H, LN10_L
 from softrep.algorithms.math.exp10 import exp10_dd_fast, exp10_fast64
 from softrep.algorithms.math.exp2 import exp2_fast64
+from softrep.algorithms.math.rsqrt import rsqrt_dd
 from softrep.algorithms.math.sigmoid import sigmoid_eval_fast64, sigmoid_fast64
 from softrep.algorithms.math.tanh import tanh_series_fast
 from softrep.algorithms.math.trig64 import COS, SIN, TAN, trig_fast64, trig_fast64_cody_waite
@@ -168,6 +169,30 @@ def test_sigmoid_eval_fast64_error_bound():
     assert undecided <= xs.size / 1024
 
 
+def test_rsqrt_dd_error_bound():
+    """rsqrt.rsqrt_dd: y0 + c within 2^-101.5 of xm^(-1/2) relatively, |c| <
+    2^-51.4 y0, for xm in [1/2, 4) (argued in rsqrt.py; the bracket of the
+    fast path and of the exact decision, 2^-98, assumes it), and y0 =
+    RN(RN(sqrt(xm)) RN(1/xm)) within 2^-51.41 (the first of its steps).
+    Arguments: uniform over [1/2, 4), the ends of the three binades and
+    their neighbours."""
+    rng = np.random.Generator(np.random.PCG64(18))
+    ends = np.array([0.5, 1.0, 2.0, 4.0])
+    xs = np.concatenate([rng.uniform(0.5, 4.0, 3000), ends[:3], np.nextafter(ends[:3], 8.0),
+                         np.nextafter(ends[1:], 0.0)])
+    worst_y0 = worst = gmpy2.mpfr(0)
+    with gmpy2.context(precision=300):
+        for xm in xs:
+            y0, c = rsqrt_dd(np.float64(xm))
+            assert abs(c) < 2.0**-51.4 * y0, xm
+            v = gmpy2.rec_sqrt(gmpy2.mpfr(float(xm)))
+            worst_y0 = max(worst_y0, abs(gmpy2.mpfr(float(y0)) / v - 1))
+            worst = max(worst, abs((gmpy2.mpfr(float(y0)) + gmpy2.mpfr(float(c))) / v - 1))
+    assert worst_y0 < gmpy2.mpfr(2) ** -51.41
+    assert worst < gmpy2.mpfr(2) ** -101.5
+    assert worst > gmpy2.mpfr(2) ** -110  # the bound is not vacuous: the errors come near it
+
+
 def test_exp10_dd_fast_error_bound():
     """exp10.exp10_dd_fast: relative error < 2^-80 (argued in exp10.py; the
     rounding test of exp10_fast64 assumes 2^-78.1), with LN10_H + LN10_L within
@@ -287,7 +312,7 @@ def test_hypot_fast_error_bound():
             exact = gmpy2.sqrt(gmpy2.mpfr(float(x)) ** 2 + gmpy2.mpfr(float(y)) ** 2)
             got = (gmpy2.mpfr(float(h)) + gmpy2.mpfr(float(l))) * gmpy2.mpfr(float(scale))
             worst = max(worst, abs((got - exact) / exact))
-        assert worst < gmpy2.mpfr(2) ** -102
+        assert worst < gmpy2.mpfr(2) ** -101.5
     for x, y, z in ((3.0, 4.0, 5.0), (5.0, 12.0, 13.0), (20.0, 21.0, 29.0), (3 * 2.0**-900, 4 * 2.0**-900, 5 * 2.0**-900)):
         assert hypot_fast64(np.float64(x), np.float64(y)) == (z, True)
 

@@ -3,9 +3,11 @@
 Special values (IEEE 754 rSqrt): rsqrt(+0) = +inf, rsqrt(-0) = -inf,
 rsqrt(+inf) = +0, rsqrt(x < 0) = NaN, rsqrt(NaN) = NaN.
 
-Fast path: y = RN(1 / RN(sqrt(x))) in double (x is exact in double, subnormal
-float32 included): y = (1 + d2) / (sqrt(x) (1 + d1)), |d1|, |d2| <= 2^-53, so
-the relative error is < 2^-51.9; `round_if_safe` (window 2^-46) decides.
+Fast path: y = RN(RN(sqrt(x)) RN(1/x)) in double (x is exact in double,
+subnormal float32 included): y = x^(-1/2) (1 + d1)(1 + d2)(1 + d3), |di| <=
+2^-53, so the relative error is < 2^-51.41; `round_if_safe` (window 2^-46)
+decides.  The square root and the reciprocal are independent: the divider
+runs them side by side (RN(1/RN(sqrt(x))) waits for the root).
 Otherwise the exact value v lies within 2^-46 of the float32 rounding
 boundary m between the window's ends (`_mathlib2.midpoint32`), and
 v > m  <=>  m^2 x < 1.  m has 25 significant bits, so m^2 is exact in double,
@@ -18,8 +20,8 @@ float32 x unless m is a power of two, which a midpoint is not.
 import numpy as np
 
 from ...primitives.jit import inline_into_callers
-from ...primitives.rounding import bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn, sub_rn
-from .core import WINDOW_HI, WINDOW_LO, neg32, round_if_safe, signbit32, two_prod
+from ...primitives.rounding import bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sqrt_rn
+from .core import WINDOW_HI, WINDOW_LO, neg32, round_if_safe, signbit32
 from .exact64 import (bracket, midpoint_of, next_up, settle, pow2_any, significand, split_exponent, to_grid, with_exponent)
 from .wide_int import wide, wide_cmp, wide_mul, wide_shl
 from .exception_tables import midpoint32, pick, window_ends
@@ -34,6 +36,14 @@ ONE_F32 = np.float32(1.0)
 
 
 @jitable
+def rsqrt_double(x):
+    """RN(RN(sqrt(x)) RN(1/x)) for a positive finite double x: x^(-1/2)
+    within 2^-51.41 relatively (three roundings), unless 1/x is subnormal."""
+    inline_into_callers()
+    return mul_rn(sqrt_rn(x), div_rn(ONE, x))
+
+
+@jitable
 def rsqrt_fast(x):
     """(rsqrt(x) correctly rounded, True), or (anything, False) where the window
     test cannot decide: the fast path of the module docstring without
@@ -45,7 +55,7 @@ def rsqrt_fast(x):
     is exact in double."""
     inline_into_callers()
     inside = (x > ZERO_F32) & (x < INF32)
-    r, ok = round_if_safe(div_rn(ONE, sqrt_rn(F64(x if inside else ONE_F32))))
+    r, ok = round_if_safe(rsqrt_double(F64(x if inside else ONE_F32)))
     special = ZERO_F32 if x == INF32 else NAN32
     special = (neg32(INF32) if signbit32(x) else INF32) if x == ZERO_F32 else special
     return (r if inside else special), ok | (not inside)
@@ -58,7 +68,7 @@ def rsqrt_f32(x):
         return r
     # a positive finite x whose y lies within the window of a midpoint
     xd = F64(x)
-    y = div_rn(ONE, sqrt_rn(xd))
+    y = rsqrt_double(xd)
     lo32, hi32 = window_ends(y, WINDOW_LO, WINDOW_HI)
     m = midpoint32(lo32, hi32)
     e = fma_rn(mul_rn(m, m), xd, MINUS_ONE)
@@ -75,16 +85,23 @@ def rsqrt_f32(x):
 # [2^-512, 2^537], never subnormal, never overflowing).
 #
 # Double-double evaluation of v = xm^(-1/2) in (1/2, 1]:
-# * y0 = RN(1 / RN(sqrt(xm))): relative error < 2^-51.9.
-# * r = 1 - xm y0^2, |r| < 2^-50.9, almost exactly: y0^2 = p + e and
-#   xm p = q + f are exact (two_prod, no underflow in this range);
-#   1 - q is exact (Sterbenz, q in [1/2, 2]); the two subtractions of f and
-#   RN(xm e) (|xm e| < 2^-104) round at the magnitude of r: |error| < 2^-103.
+# * y0 = RN(RN(sqrt(xm)) RN(1/xm)): relative error < 3.0001 * 2^-53 < 2^-51.41.
+#   The square root and the reciprocal both start from xm, so the divider
+#   runs them side by side; RN(1/RN(sqrt(xm))) (< 2^-51.9) waited for the
+#   square root before it could divide, which lengthened every element's
+#   chain of dependent operations by the reciprocal's latency.
+# * r = 1 - xm y0^2 = 1 - (1 + e0)^2, |r| < 2^-50.41, to within 2^-103 by
+#   two fmas: q = RN(xm y0) and d = xm y0 - q (an fma, exact: the error of a
+#   rounded product is a double); xm y0^2 = q y0 + d y0 with q <= 2.01 and
+#   |d| <= 2^-52, so |1 - q y0| < 2^-50.41 + 2^-52 < 2^-50, and
+#   r1 = RN(1 - q y0) (an fma) and r = RN(r1 - d y0) (an fma) round values
+#   below 2^-50 by at most 2^-104 each.
 # * v = y0 (1 - r)^(-1/2) = y0 (1 + r/2 + 3r^2/8 + 5r^3/16 + ...): the
-#   correction c = y0 r (1/2 + 3r/8) has relative rounding error < 2^-51 and
-#   is below 2^-51.5 y0, the omitted terms are below 2^-152 y0, the error of
-#   r contributes < 2^-103.5 y0.  So |y0 + c - v| < 2^-101 v; the bracket
-#   uses 2^-98.
+#   correction c = RN(y0 r/2) (r/2 exact) rounds by 2^-53 of a value below
+#   2^-51.4 y0 (< 2^-104.4 y0); the omitted terms are below 3r^2/8 (1 + 2^-49)
+#   < 2^-102.24 y0; the error of r contributes < 2^-104 y0 (through r/2).
+#   So |y0 + c - v| < 2^-101.6 y0 < 2^-101.5 v; the bracket uses 2^-98
+#   (exact64.bracket: a relative error below 2^-99).
 # Decision (exact64.py) against the midpoint m after a candidate double:
 # v > m  <=>  m^2 x < 1  <=>  M^2 X < 2^p  (m = M 2^km, x = X 2^kx, p = -(2 km + kx)).
 # M^2 X is within 2^-96 of 2^p relatively, so 106 <= p <= 161: the integers
@@ -95,22 +112,28 @@ NAN64 = F64(np.nan)
 INF64 = F64(np.inf)
 ZERO64 = F64(0.0)
 HALF64 = F64(0.5)
-THREE_EIGHTHS = F64(0.375)
 REL_2M98 = F64(2.0**-98)
 ONE_U64 = np.uint64(1)
 
 
 @jitable
-def _rsqrt_bracket(xm, rel):
-    """(lo, hi) with lo <= RN(xm^(-1/2)) <= hi for xm in [1, 4): the
-    double-double evaluation above, y0 + c within 2^-101, bracketed with
-    the relative half-width rel."""
+def rsqrt_dd(xm):
+    """(y0, c): xm^(-1/2) within 2^-101.5 relatively as y0 + c (|c| < 2^-51.4
+    y0), for xm in [1/2, 4): the double-double evaluation above."""
     inline_into_callers()
-    y0 = div_rn(ONE, sqrt_rn(xm))
-    p, pe = two_prod(y0, y0)
-    q, qe = two_prod(xm, p)
-    r = sub_rn(sub_rn(sub_rn(ONE, q), qe), mul_rn(xm, pe))
-    c = mul_rn(y0, mul_rn(r, fma_rn(r, THREE_EIGHTHS, HALF64)))
+    y0 = rsqrt_double(xm)
+    q = mul_rn(xm, y0)
+    d = fma_rn(xm, y0, negate(q))
+    r = fma_rn(negate(d), y0, fma_rn(negate(q), y0, ONE))
+    return y0, mul_rn(y0, mul_rn(r, HALF64))
+
+
+@jitable
+def _rsqrt_bracket(xm, rel):
+    """(lo, hi) with lo <= RN(xm^(-1/2)) <= hi for xm in [1/2, 4): `rsqrt_dd`
+    bracketed with the relative half-width rel."""
+    inline_into_callers()
+    y0, c = rsqrt_dd(xm)
     return bracket(y0, c, rel)
 
 
@@ -155,10 +178,10 @@ def rsqrt_f64_window(x, rel):
 
 
 _MIN_NORMAL64 = F64(2.0**-1022)
-_EXPONENT_FIELD = np.uint64(0x7FF)
-_MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
+_MANTISSA_AND_LOW_EXPONENT = np.uint64(0x001FFFFFFFFFFFFF)  # the significand's field and the exponent's lowest bit
+_HALF_FIELD = np.uint64(1022 << 52)  # 0.5's exponent field, lowest bit 0
 _FIELD_SHIFT = np.uint64(52)
-_BIAS = np.int64(1023)
+_SCALE_FIELD = np.uint64(1534)  # the exponent field of 2^-k is 1534 - floor(E/2)
 _SIGN = np.uint64(0x8000000000000000)
 
 
@@ -168,26 +191,26 @@ def rsqrt_fast64(x):
     alike, else (anything, False): the exact decision is needed.  The
     evaluation of `_rsqrt_ends` without its branches, so that the CPU
     launcher's loop vectorises on every host (with them, the AVX2 loop stayed
-    scalar: docs/benchmarks.md): for a normal x, x = f 2^e splits by bit
-    operations, k = floor(e/2) by a shift, and 2^-k (|k| <= 512) is a normal
-    double from bits; the special values (NaN for a NaN or negative x, +-inf
-    for +-0, +0 for +inf) are selected, x replaced by 1 in the evaluation.
-    A subnormal x is left undecided (`rsqrt_f64` scales it by 2^54 first: as
-    a select here, that scaling cost every element 20%).  The results are
-    rsqrt_f64's, bit for bit."""
+    scalar: docs/benchmarks.md), and with a reduction of three bit
+    operations: a normal x with exponent field E is xm 2^(2k), xm in [1/2, 2)
+    keeping x's significand and E's lowest bit over 0.5's exponent field
+    (1022, lowest bit 0: an OR), 2k = E - 1022 - (E mod 2), so 2^-k (|k| <=
+    512) is the double with exponent field 1534 - floor(E/2).  The special
+    values (NaN for a NaN or negative x, +-inf for +-0, +0 for +inf) are
+    selected, x replaced by 1 in the evaluation.  A subnormal x is left
+    undecided (`rsqrt_f64` scales it by 2^54 first: as a select here, that
+    scaling cost every element 20%).  Both ends are compared before the
+    scaling, which is exact.  The results are rsqrt_f64's, bit for bit."""
     inline_into_callers()
     inside = (x >= _MIN_NORMAL64) & (x < INF64)
     u = bitcast(x if inside else ONE)
-    e = np.int64((u >> _FIELD_SHIFT) & _EXPONENT_FIELD) - _BIAS
-    k = e >> np.int64(1)
-    lo, hi = _rsqrt_bracket(bitcast((u & _MANTISSA) | (np.uint64(_BIAS + e - 2 * k) << _FIELD_SHIFT)), REL_2M98)
-    scale = bitcast(np.uint64(_BIAS - k) << _FIELD_SHIFT)
-    lo = mul_rn(lo, scale)
+    lo, hi = _rsqrt_bracket(bitcast((u & _MANTISSA_AND_LOW_EXPONENT) | _HALF_FIELD), REL_2M98)
+    r = mul_rn(lo, bitcast((_SCALE_FIELD - (u >> (_FIELD_SHIFT + np.uint64(1)))) << _FIELD_SHIFT))
     infinity = bitcast(bitcast(INF64) | (bitcast(x) & _SIGN))  # +-inf for +-0
     result = ZERO64 if x == INF64 else NAN64
     result = infinity if x == ZERO64 else result
     special = (x != x) | (x <= ZERO64) | (x == INF64)
-    return (lo if inside else result), special | (inside & (lo == mul_rn(hi, scale)))
+    return (r if inside else result), special | (inside & (lo == hi))
 
 
 @jitable
