@@ -20,7 +20,7 @@ from softrep.algorithms.math.exp2 import exp2_fast64
 from softrep.algorithms.math.rsqrt import rsqrt_dd
 from softrep.algorithms.math.sigmoid import sigmoid_eval_fast64, sigmoid_fast64
 from softrep.algorithms.math.tanh import tanh_series_fast
-from softrep.algorithms.math.trig64 import COS, SIN, TAN, trig_fast64, trig_fast64_cody_waite
+from softrep.algorithms.math.trig64 import COS, SIN, TAN, rounded_to_integer, trig_fast64, trig_fast64_cody_waite
 from softrep.cpu.launch import SERIAL_MAX
 
 
@@ -419,6 +419,19 @@ def test_trig_fast_without_branches_is_trig_fast64():
             assert ok2 == (ok1 and (abs(x) < 2.0**20 or not np.isfinite(x))), (which, x)
             if ok2:
                 assert np.float64(r2).view(np.uint64) == np.float64(r1).view(np.uint64) or np.isnan(r1) and np.isnan(r2)
+
+
+def test_rounded_to_integer_from_bits():
+    """trig64.rounded_to_integer: y rounded to the nearest integer, ties to
+    even, as a double and as the int64 read from y + 1.5 2^52's bit pattern,
+    for |y| < 2^51 of both signs: halves, near-integers, small and large."""
+    rng = np.random.Generator(np.random.PCG64(19))
+    ys = np.concatenate([rng.uniform(-2.0**20, 2.0**20, 2000), rng.integers(-2**12, 2**12, 500) + 0.5,
+                         rng.uniform(-1, 1, 500) * np.exp2(rng.integers(-60, 51, 500)),
+                         [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.0**51 - 1, -(2.0**51 - 1), np.nextafter(0.5, 0)]])
+    for y in ys:
+        n, ni = rounded_to_integer(np.float64(y))
+        assert n == np.rint(y) and ni == int(np.rint(y)), y
 
 
 def test_cbrt_reduction_and_first_approximation():

@@ -73,7 +73,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...primitives.rounding import add_rn, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
+from ...primitives.rounding import add_rn, bitcast, div_rn, fabs, fma_rn, jitable, mul_rn, negate, sub_rn
 from .core import dd_mul, fast_two_sum, two_prod, two_sum
 from .exact64 import bracket_err, significand
 from .multiword import dd_from_td, td_add, td_const, td_div, td_mul, td_neg, td_renorm, td_round
@@ -154,6 +154,7 @@ SIN_TD = np.array([td_const(Fraction((-1) ** i, _FACT[2 * i + 1])) for i in rang
 COS_TD = np.array([td_const(Fraction((-1) ** i, _FACT[2 * i])) for i in range(8)], dtype=np.float64)
 
 SHIFT = F64(6755399441055744.0)  # 1.5 2^52: (y + SHIFT) - SHIFT = y rounded to an integer, |y| < 2^51
+_SHIFT_BITS = np.int64(0x4338000000000000)  # SHIFT's bit pattern
 TABLE_STEPS = F64(256.0)
 INV_TABLE_STEPS = F64(1.0 / 256.0)
 FAST_TABLE_STEPS = F64(2048.0)
@@ -218,10 +219,10 @@ def reduce_cody_waite(a):
     """(n mod 4, t_h, t_l): a 2/pi = n + t_h + t_l + err, |err| < 2^-104.6 a,
     for 0 <= a < 2^20 (module docstring)."""
     p, pe = two_prod(a, TWO_OVER_PI_H)
-    n = sub_rn(add_rn(p, SHIFT), SHIFT)
+    n, ni = rounded_to_integer(p)
     m = fma_rn(a, TWO_OVER_PI_L, fma_rn(a, TWO_OVER_PI_M, pe))
     th, tl = two_sum(sub_rn(p, n), m)
-    return np.int64(n) & 3, th, tl
+    return ni & 3, th, tl
 
 
 # --------------------------------------------------------------------------- kernels
@@ -245,10 +246,21 @@ def dd_div_fast(ah, al, bh, bl):
 
 
 @jitable
+def rounded_to_integer(y):
+    """(n, the same as an int64): y rounded to the nearest integer, |y| < 2^51.
+    y + SHIFT rounds y to an integer n, and as SHIFT + n lies in [2^52, 2^53),
+    where consecutive doubles are 1 apart, its bit pattern is SHIFT's plus n:
+    the integer is a subtraction of bit patterns, not a conversion (no AVX2
+    instruction converts doubles to int64: LLVM converted them one at a time
+    in scalar registers)."""
+    t = add_rn(y, SHIFT)
+    return sub_rn(t, SHIFT), np.int64(bitcast(t)) - _SHIFT_BITS
+
+
+@jitable
 def _split_table(th):
     """(k, |k|, t_h - k/256) with k = round(256 t_h) (both steps exact)."""
-    kf = sub_rn(add_rn(mul_rn(th, TABLE_STEPS), SHIFT), SHIFT)
-    k = np.int64(kf)
+    kf, k = rounded_to_integer(mul_rn(th, TABLE_STEPS))
     return k, (k if k >= 0 else -k), fma_rn(negate(kf), INV_TABLE_STEPS, th)
 
 
@@ -257,8 +269,7 @@ def _split_fast_table(th):
     """(k, |k|, t_h - k/2048) with k = round(2048 t_h) (both steps exact: 2048 t_h
     is a power-of-two scaling, and t_h - k/2048 is a multiple of ulp(t_h) no
     larger than |t_h|)."""
-    kf = sub_rn(add_rn(mul_rn(th, FAST_TABLE_STEPS), SHIFT), SHIFT)
-    k = np.int64(kf)
+    kf, k = rounded_to_integer(mul_rn(th, FAST_TABLE_STEPS))
     return k, (k if k >= 0 else -k), fma_rn(negate(kf), INV_FAST_TABLE_STEPS, th)
 
 
