@@ -433,6 +433,30 @@ def test_log_core_short_relative_error_against_mpfr():
     assert all(float(log_core_short(np.float64(v))) == float(y) for v, y in zip(x[:200], got))
 
 
+def test_log_reduce_splits_every_binade():
+    # log_reduce(x) = (e, m), x = 2^e m exactly with SQRT2/2 <= m < SQRT2
+    # (SQRT2 the double nearest sqrt(2)), by integer operations on x's bits:
+    # against frexp and a comparison with SQRT2, for doubles over every binade
+    # (normal: the float64 paths use it too), both sides of SQRT2's
+    # significand in each, and the ends, compiled and in Python.
+    from softrep.algorithms.math.core import SQRT2, log_reduce
+
+    def expected(x):
+        f, e = math.frexp(float(x))  # x = f 2^e, 1/2 <= f < 1
+        return (e, f) if 2 * f >= SQRT2 else (e - 1, 2 * f)
+
+    rng = np.random.default_rng(21)
+    significand = int(np.float64(SQRT2).view(np.uint64)) & (2**52 - 1)
+    near = [(b << 52 | significand) + d for b in (1, 1000, 1022, 1023, 1024, 2046) for d in (-1, 0, 1)]
+    xs = np.concatenate([np.exp2(rng.uniform(-1022, 1023.99, 4000)), np.array(near, np.uint64).view(np.float64),
+                         [2.0**-1022, np.finfo(np.float64).max, 1.0, 0.5, 2.0, np.nextafter(1.0, 0), 2.0**-150]])
+    run = numba.njit(lambda v: [log_reduce(v[i]) for i in range(v.size)])
+    for x, (e, m) in zip(xs, run(xs)):
+        assert (e, m) == expected(x), x
+    for x in xs[::50]:
+        assert log_reduce(np.float64(x)) == expected(x), x
+
+
 # --------------------------------------------------------------------------- output hashes
 
 

@@ -175,6 +175,27 @@ def test_cpu_division_by_zero_is_ieee_under_every_error_model(dtype, rounding):
     assert np.isnan(quotient(zero, zero))
 
 
+def test_wrapping_integer_sums_match_across_targets():
+    """wrapping_add and wrapping_sub: uint64 sums modulo 2^64, the same in
+    Python (the simulator's semantics, without numpy's overflow warning) as
+    compiled, including the sums that wrap."""
+    import warnings
+
+    from numba import njit
+
+    rng = np.random.default_rng(4)
+    a = np.concatenate([rng.integers(0, 2**64, 200, dtype=np.uint64), np.array([0, 1, 2**63, 2**64 - 1], np.uint64)])
+    b = a[::-1].copy()
+    compiled = njit(lambda a, b: [(R.wrapping_add(a[i], b[i]), R.wrapping_sub(a[i], b[i])) for i in range(a.size)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        python = [(R.wrapping_add(x, y), R.wrapping_sub(x, y)) for x, y in zip(a, b)]
+    expected = [((int(x) + int(y)) % 2**64, (int(x) - int(y)) % 2**64) for x, y in zip(a, b)]
+    assert [(int(s), int(d)) for s, d in python] == expected
+    assert [(int(s), int(d)) for s, d in compiled(a, b)] == expected
+    assert all(type(s) is np.uint64 and type(d) is np.uint64 for s, d in python)
+
+
 def test_mixed_types_are_rejected():
     with pytest.raises(TypeError, match="one type"):
         R.add_rn(np.float32(1), np.float64(1))

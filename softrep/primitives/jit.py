@@ -253,6 +253,34 @@ def _register_bitcast_cuda():
 when_cuda_ready(_register_bitcast_cuda)
 
 
+_U64_MASK = (1 << 64) - 1
+
+
+def wrapping_add(a, b):
+    """a + b modulo 2^64 for uint64 a and b: the compiled targets' own uint64
+    addition; in Python (the simulator) the same value without numpy's
+    overflow warning.  For bit manipulations whose sums may wrap by design
+    (a branch-free step evaluating inputs whose result it discards)."""
+    return np.uint64((int(a) + int(b)) & _U64_MASK)
+
+
+def wrapping_sub(a, b):
+    """a - b modulo 2^64 for uint64 a and b (`wrapping_add`'s counterpart)."""
+    return np.uint64((int(a) - int(b)) & _U64_MASK)
+
+
+def _add_u64(a, b):
+    return a + b
+
+
+def _sub_u64(a, b):
+    return a - b
+
+
+by_target(wrapping_add, lambda arg_types: jitable(_add_u64), lambda arg_types: jitable(_add_u64))
+by_target(wrapping_sub, lambda arg_types: jitable(_sub_u64), lambda arg_types: jitable(_sub_u64))
+
+
 def _inline_typer(typingctx):
     def codegen(context, builder, signature, args):
         builder.function.attributes.add("alwaysinline")

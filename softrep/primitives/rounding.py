@@ -34,7 +34,7 @@ import numpy as np
 from . import pyfloat as _pyfloat
 from numba.core import types as _types
 
-from .jit import bitcast, by_type, jitable  # noqa: F401  (re-exported for kernel authors)
+from .jit import bitcast, by_type, jitable, wrapping_add, wrapping_sub  # noqa: F401  (re-exported for kernel authors)
 
 MODES = ("nearest", "down", "up", "zero")
 SUFFIX = {"nearest": "rn", "down": "rd", "up": "ru", "zero": "rz"}

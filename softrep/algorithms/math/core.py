@@ -40,7 +40,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...primitives.rounding import (add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sub_rn)
+from ...primitives.rounding import (add_rn, bitcast, div_rn, fma_rn, jitable, mul_rn, negate, sub_rn, wrapping_add,
+                                    wrapping_sub)
 
 F64 = np.float64
 NAN32 = np.float32(np.nan)
@@ -101,10 +102,9 @@ for _n in range(1, 20):
 (S3, S5, S7, S9, S11, S13, S15, S17, S19) = (F64(float(_FACT[2 * n + 1])) for n in range(1, 10))
 
 _U64_1 = np.uint64(1)
-_EXP_MASK = np.uint64(0x7FF)
-_MANT_MASK = np.uint64(0x000FFFFFFFFFFFFF)
 _EXP_ONE = np.uint64(0x3FF0000000000000)
-_EXP_HALF = np.uint64(0x3FE0000000000000)
+_LOG_REDUCE_OFFSET = np.uint64(0x3FF0000000000000 - 0x3FE6A09E667F3BCD)  # bits(1) - bits(SQRT2/2), for log_reduce
+_FIELD_SHIFT = np.uint64(52)
 
 # --------------------------------------------------------------------------- polynomials
 
@@ -519,15 +519,19 @@ def atanh_by(coeffs, s):
 
 @jitable
 def log_reduce(x):
-    """(e, m) with x = 2^e m, sqrt(1/2) <= m < sqrt(2), for a positive normal double x
-    (bit operations only: exact)."""
+    """(e, m) with x = 2^e m, SQRT2/2 <= m < SQRT2 (SQRT2 = RN(sqrt 2)), for a
+    positive normal double x, by integer operations on the bits u of x (exact,
+    no comparison): t = u + bits(1) - bits(SQRT2/2) has exponent field
+    F = 1023 + e, because subtracting SQRT2/2's significand borrows from x's
+    exponent field exactly when x's significand is below SQRT2's; then
+    m = x 2^-e, whose bits are u + bits(1) - (F << 52).  (For x's significand f: f >=
+    SQRT2's gives e = E + 1 and m = f/2, else e = E and m = f, E x's
+    exponent.)  For any other x (negative, +0, +inf, NaN: values the
+    branch-free first steps evaluate and discard) the sums wrap modulo 2^64
+    and the result is meaningless."""
     u = bitcast(x)
-    e = np.int64((u >> np.uint64(52)) & _EXP_MASK) - 1023
-    m = bitcast((u & _MANT_MASK) | _EXP_ONE)
-    if m >= SQRT2:
-        m = bitcast((u & _MANT_MASK) | _EXP_HALF)
-        e = e + 1
-    return e, m
+    f = wrapping_add(u, _LOG_REDUCE_OFFSET) >> _FIELD_SHIFT
+    return np.int64(f) - 1023, bitcast(wrapping_sub(wrapping_add(u, _EXP_ONE), f << _FIELD_SHIFT))
 
 @jitable
 def logm_core(m):
