@@ -7,6 +7,7 @@ simulator (NUMBA_ENABLE_CUDASIM=1) runs it.
 
 `bitcast` reinterprets the bits of a scalar (float32 <-> uint32,
 float64 <-> uint64).  It is one LLVM `bitcast`, registered for both targets.
+`wrapping_add` and `wrapping_sub` are uint64 sums modulo 2^64, in Python too.
 
 The CUDA half of every registration waits for the first CUDA use
 (`require_cuda`), so that `import softrep` and everything on the CPU work

@@ -524,11 +524,11 @@ def log_reduce(x):
     no comparison): t = u + bits(1) - bits(SQRT2/2) has exponent field
     F = 1023 + e, because subtracting SQRT2/2's significand borrows from x's
     exponent field exactly when x's significand is below SQRT2's; then
-    m = x 2^-e, whose bits are u + bits(1) - (F << 52).  (For x's significand f: f >=
-    SQRT2's gives e = E + 1 and m = f/2, else e = E and m = f, E x's
-    exponent.)  For any other x (negative, +0, +inf, NaN: values the
-    branch-free first steps evaluate and discard) the sums wrap modulo 2^64
-    and the result is meaningless."""
+    m = x 2^-e, whose bits are u + bits(1) - (F << 52).  (For x's
+    significand f: f >= SQRT2's gives e = E + 1 and m = f/2, else e = E and
+    m = f, E x's exponent.)  For any other x (negative, +0, +inf, NaN:
+    values the branch-free first steps evaluate and discard) the sums wrap
+    modulo 2^64 and the result is meaningless."""
     u = bitcast(x)
     f = wrapping_add(u, _LOG_REDUCE_OFFSET) >> _FIELD_SHIFT
     return np.int64(f) - 1023, bitcast(wrapping_sub(wrapping_add(u, _EXP_ONE), f << _FIELD_SHIFT))

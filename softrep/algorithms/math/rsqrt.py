@@ -84,12 +84,11 @@ def rsqrt_f32(x):
 # and rsqrt(x) = rsqrt(xm) 2^-k, an exact scaling (the result lies in
 # [2^-512, 2^537], never subnormal, never overflowing).
 #
-# Double-double evaluation of v = xm^(-1/2) in (1/2, 1]:
+# Double-double evaluation of v = xm^(-1/2) in (1/2, sqrt(2)] for xm in
+# [1/2, 4) (the first step reduces to [1/2, 2), the exact path to [1, 4)):
 # * y0 = RN(RN(sqrt(xm)) RN(1/xm)): relative error < 3.0001 * 2^-53 < 2^-51.41.
-#   The square root and the reciprocal both start from xm, so the divider
-#   runs them side by side; RN(1/RN(sqrt(xm))) (< 2^-51.9) waited for the
-#   square root before it could divide, which lengthened every element's
-#   chain of dependent operations by the reciprocal's latency.
+#   The square root and the reciprocal both start from xm (RN(1/RN(sqrt(xm))),
+#   < 2^-51.9, would wait for the root before dividing).
 # * r = 1 - xm y0^2 = 1 - (1 + e0)^2, |r| < 2^-50.41, to within 2^-103 by
 #   two fmas: q = RN(xm y0) and d = xm y0 - q (an fma, exact: the error of a
 #   rounded product is a double); xm y0^2 = q y0 + d y0 with q <= 2.01 and

@@ -250,9 +250,8 @@ def rounded_to_integer(y):
     """(n, the same as an int64): y rounded to the nearest integer, |y| < 2^51.
     y + SHIFT rounds y to an integer n, and as SHIFT + n lies in [2^52, 2^53),
     where consecutive doubles are 1 apart, its bit pattern is SHIFT's plus n:
-    the integer is a subtraction of bit patterns, not a conversion (no AVX2
-    instruction converts doubles to int64: LLVM converted them one at a time
-    in scalar registers)."""
+    the integer is a subtraction of bit patterns, not a conversion (which no
+    AVX2 instruction does for int64)."""
     t = add_rn(y, SHIFT)
     return sub_rn(t, SHIFT), np.int64(bitcast(t)) - _SHIFT_BITS
 
