@@ -337,13 +337,10 @@ def host_prefers_scalar_loads():
     """Whether table reads in vector loops should be scalar loads at indices
     computed in vector registers, on the CPU Numba compiles for: on AMD's
     Zen cores.  LLVM treats every AVX-512 gather as cheap, but on Zen a
-    gather of 8 doubles costs more than 8 scalar loads and their inserts:
-    with scalar loads the float64 math functions (two table reads per
-    element) ran 5-45% faster on Zen 5.  Without AVX-512, LLVM already uses
-    scalar loads on these cores, but computes each index again in scalar
-    registers, from the load of the argument on (`_vector_hints`); with the
-    indices taken from the vector registers the float64 math functions ran
-    up to 64% faster on a Zen 4 core's AVX2 path (docs/benchmarks.md).
+    gather of 8 doubles costs more than 8 scalar loads and their inserts.
+    Without AVX-512, LLVM already uses scalar loads on these cores, but
+    computes each index again in scalar registers, from the load of the
+    argument on (`_vector_hints`).  Measurements: docs/benchmarks.md.
     Elsewhere LLVM's choice stands."""
     name = _numba_config.CPU_NAME or llvm.get_host_cpu_name()
     return name.startswith("znver")

@@ -197,8 +197,8 @@ def rsqrt_fast64(x):
     512) is the double with exponent field 1534 - floor(E/2).  The special
     values (NaN for a NaN or negative x, +-inf for +-0, +0 for +inf) are
     selected, x replaced by 1 in the evaluation.  A subnormal x is left
-    undecided (`rsqrt_f64` scales it by 2^54 first: as a select here, that
-    scaling cost every element 20%).  Both ends are compared before the
+    undecided (`rsqrt_f64` scales it by 2^54 first; as a select here, every
+    element would pay for the scaling).  Both ends are compared before the
     scaling, which is exact.  The results are rsqrt_f64's, bit for bit."""
     inline_into_callers()
     inside = (x >= _MIN_NORMAL64) & (x < INF64)
