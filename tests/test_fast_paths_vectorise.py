@@ -89,6 +89,49 @@ def test_launcher_first_loop_is_vectorised(name, dtype):
     assert re.search(rf"<\d+ x {lanes}>", body), f"{name} ({dtype}): the launcher's first loop is not vectorised"
 
 
+def _vector_steps(ir):
+    """The element counts by which the vector loops of optimised IR advance."""
+    return [int(n) for n in re.findall(r"%index\.next\S* = add (?:nuw )?(?:nsw )?i64 %index\S*, (\d+)", ir)]
+
+
+def _scale_and_square(out, x):
+    for i in range(np.uint64(x.size)):
+        out[i] = x[i] * 3.0 + x[i] * x[i]
+
+
+def test_interleave_vector_loops_holds_for_one_dispatcher():
+    """A dispatcher given an interleave count compiles its vector loops with
+    it (3: a count LLVM never picks itself, its choices are powers of two),
+    and the next dispatcher compiled gets LLVM's own choice again."""
+    from numba.core import types
+
+    from softrep.primitives.jit import interleave_vector_loops
+    from softrep.tools.kernel_audit import cpu_llvm
+
+    signature = (types.Array(types.float64, 1, "C"),) * 2
+    forced = _vector_steps(cpu_llvm(interleave_vector_loops(njit(error_model="numpy")(_scale_and_square), 3),
+                                    signature))
+    plain = _vector_steps(cpu_llvm(njit(error_model="numpy")(_scale_and_square), signature))
+    # the main loop advances the farthest (a vectorised epilogue may follow it)
+    assert forced and max(forced) % 3 == 0, forced
+    assert plain and max(plain) % 3 != 0, plain
+
+
+@pytest.mark.parametrize("name", sorted(n for n in launch.KERNELS if n.endswith(".decided_first64")))
+def test_float64_first_loops_interleave(name):
+    """The float64 launchers' first loops interleave FLOAT64_INTERLEAVE vector
+    iterations: the chunk function's main vector loop advances by that many
+    vectors of doubles.  LLVM alone takes one at a time in loops this large
+    with 16 vector registers (AVX2), and in sin's, tan's and erfc's with 32
+    (AVX-512); `test_float64_first_loops_interleave_on_avx2` checks the
+    AVX2 path on an AVX-512 host."""
+    from softrep.tools.kernel_audit import cpu_llvm
+
+    dispatcher, signatures = launch.KERNELS[name].build()
+    steps = _vector_steps(_function_ir(cpu_llvm(dispatcher, signatures[0]), "_decided_chunk"))
+    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * launch.VECTOR_BITS // 64, steps
+
+
 @pytest.mark.parametrize("scalar_loads", (False, True))
 def test_table_reads_follow_scalar_loads(monkeypatch, scalar_loads):
     """The launcher's loops ask for scalar table loads exactly where
@@ -246,3 +289,39 @@ def test_launcher_loops_on_avx2():
         result = subprocess.run([sys.executable, "-c", AVX2_CHECK, "exp", "exp2", "--vector-indices"], env=env,
                                 capture_output=True, text=True)
         assert result.returncode == 0 and "vectorised" in result.stdout, result.stderr[-3000:]
+
+
+INTERLEAVE_CHECK = """
+import re, sys
+import softrep
+from softrep.cpu import launch
+from softrep.tools.kernel_audit import cpu_llvm
+assert launch.VECTOR_BITS == 256, launch.VECTOR_BITS
+for name in sys.argv[1:]:
+    dispatcher, signatures = launch.KERNELS[f"elementwise.{name}_kernel.decided_first64"].build()
+    ir = cpu_llvm(dispatcher, signatures[0])
+    body = [p for p in ir.split("\\ndefine ")[1:] if "_decided_chunk" in p.split("\\n", 1)[0]][0]
+    steps = [int(n) for n in re.findall(r"%index\\.next\\S* = add (?:nuw )?(?:nsw )?i64 %index\\S*, (\\d+)", body)]
+    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * 4, (name, steps)
+print("interleaved")
+"""
+
+
+@pytest.mark.skipif(launch.VECTOR_BITS != 512, reason="the host's own vectors are 256 bits: the test above checks them")
+def test_float64_first_loops_interleave_on_avx2():
+    """`test_float64_first_loops_interleave` for exp and cos compiled for the
+    host without AVX-512, in a child process (benchmarks/isa.py's AVX2
+    path), where the interleaving matters most: LLVM alone interleaves none
+    of the float64 first loops there."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "isa.py")
+    spec = importlib.util.spec_from_file_location("benchmarks_isa", path)
+    isa = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(isa)
+    result = subprocess.run([sys.executable, "-c", INTERLEAVE_CHECK, "exp", "cos"], env=isa.avx2_environment(os.environ),
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "interleaved" in result.stdout, result.stderr[-3000:]

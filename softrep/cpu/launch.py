@@ -26,7 +26,7 @@ from numba.core import types
 from numba.core.extending import intrinsic, register_jitable
 
 from ..primitives.fpenv import CONTROL_MASK, enter_ieee, leave_ieee
-from ..primitives.jit import KernelRegistry
+from ..primitives.jit import KernelRegistry, interleave_vector_loops
 from ..primitives.rounding import canonical, canonical_nan, is_undecided, undecided
 
 FLOATS = (types.float32, types.float64)
@@ -319,6 +319,14 @@ def launch_broadcast_serial(run, dtype, out, x, y, outer, period, inner):
 
 CHUNK = 8192  # elements per work item of the decided-first launcher (32 KB of float32)
 
+# Vector iterations interleaved in the float64 first steps' loops: their
+# bodies (double-double arithmetic) are long chains of dependent operations,
+# which LLVM would run one vector iteration at a time with 16 vector
+# registers, and for sin, tan and erfc with 32 (`interleave_vector_loops`).
+# The float32 first steps, shorter, keep LLVM's choice: two iterations there
+# made some faster and others slower (docs/benchmarks.md).
+FLOAT64_INTERLEAVE = 2
+
 
 def host_cpu_features():
     """The feature string of the CPU Numba compiles for ("+avx2,+fma,..."):
@@ -477,7 +485,7 @@ def _marked_pass(f, nin, fast):
     return njit(cache=True, error_model="numpy")(finish)
 
 
-def _decided_chunk(f, fast, nin=1, fast2=None):
+def _decided_chunk(f, fast, nin=1, fast2=None, interleave=0):
     """`chunk(out, x, lo, hi)` (nin = 2: `chunk(out, x, y, lo, hi)`) of the
     decided-first launcher for one dtype: `fast` over [lo, hi), undecided
     elements marked in `out` itself by the `undecided` NaN (a payload that
@@ -498,7 +506,10 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
     too, over the whole chunk, keeping its result where the element is
     marked and `fast2` decides, and `f` then runs where it did not.
 
-    The pass of `f` is `_marked_pass`: it looks for marks a block at a time."""
+    The pass of `f` is `_marked_pass`: it looks for marks a block at a time.
+
+    `interleave` > 0: LLVM interleaves that many vector iterations of the
+    loops (`interleave_vector_loops`); 0 leaves the choice to LLVM."""
     finish = _marked_pass(f, nin, fast)
 
     if nin == 1 and fast2 is not None:
@@ -548,7 +559,8 @@ def _decided_chunk(f, fast, nin=1, fast2=None):
             if pending:
                 finish(out, x, y, lo, hi)
 
-    return njit(cache=True, error_model="numpy")(chunk)
+    chunk = njit(cache=True, error_model="numpy")(chunk)
+    return interleave_vector_loops(chunk, interleave) if interleave else chunk
 
 
 def _chunked(chunk, nin=1):
@@ -594,7 +606,7 @@ def _decided_first(f, nin, fast, fast64=None, fast2=None):
         chunks[np.dtype(np.float32)] = _decided_chunk(f, fast, nin, fast2)
         two_loops = _chunked(chunks[np.dtype(np.float32)], nin)
     if fast64 is not None:
-        chunks[np.dtype(np.float64)] = _decided_chunk(f, fast64, nin)
+        chunks[np.dtype(np.float64)] = _decided_chunk(f, fast64, nin, interleave=FLOAT64_INTERLEAVE)
         two_loops64 = _chunked(chunks[np.dtype(np.float64)], nin)
 
     def run(out, *inputs):

@@ -8,6 +8,8 @@ simulator (NUMBA_ENABLE_CUDASIM=1) runs it.
 `bitcast` reinterprets the bits of a scalar (float32 <-> uint32,
 float64 <-> uint64).  It is one LLVM `bitcast`, registered for both targets.
 `wrapping_add` and `wrapping_sub` are uint64 sums modulo 2^64, in Python too.
+`interleave_vector_loops` has LLVM interleave a CPU dispatcher's vector loop
+iterations (a schedule, not a value).
 
 The CUDA half of every registration waits for the first CUDA use
 (`require_cuda`), so that `import softrep` and everything on the CPU work
@@ -324,6 +326,59 @@ def _register_inline_cuda():
 
 
 when_cuda_ready(_register_inline_cuda)
+
+
+# --------------------------------------------------------------------------- interleaved vector loops
+
+# LLVM's loop vectoriser chooses how many vector iterations one pass of a
+# loop body interleaves from the registers the body needs: for a body as
+# large as a float64 first step's (double-double products and sums, a few
+# hundred instructions per vector) it chooses one with 16 vector registers,
+# and for the largest such bodies with 32 too.  Each vector iteration is
+# then one long chain of dependent operations, and the core's reorder window
+# holds little more than one iteration, so the next one barely overlaps it.
+# Two iterations interleaved instruction by instruction give the core two
+# independent chains.  The loop-hint metadata that asks for this per loop is
+# out of reach from Numba's Python source; LLVM's option
+# -force-vector-interleave asks for it in every loop compiled while it is
+# set, so `interleave_vector_loops` sets it for the compilations of one
+# dispatcher only, under Numba's compiler lock.
+
+_INTERLEAVE_OPTION = "-force-vector-interleave"
+_interleave_in_force = [0]  # 0: LLVM chooses
+
+
+def _set_interleave(count):
+    import llvmlite.binding as llvm
+
+    llvm.set_option("", f"{_INTERLEAVE_OPTION}={count}")
+    _interleave_in_force[0] = count
+
+
+def interleave_vector_loops(dispatcher, count):
+    """Return `dispatcher` (a CPU `njit` dispatcher), made to compile with
+    LLVM's loop vectoriser interleaving `count` vector iterations of every
+    loop it vectorises (LLVM's own choice again for other compilations).
+    Functions compiled for the first time during its compilation (callees)
+    take the same count; loops left scalar are interleaved as well.  The
+    schedule changes, no value: each lane still performs the same IEEE
+    operations on the same operands.  A kernel loaded from the on-disk cache
+    is not compiled again."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    compile_once = dispatcher.compile
+
+    def compile_interleaved(signature):
+        with global_compiler_lock:
+            saved = _interleave_in_force[0]
+            _set_interleave(count)
+            try:
+                return compile_once(signature)
+            finally:
+                _set_interleave(saved)
+
+    dispatcher.compile = compile_interleaved
+    return dispatcher
 
 
 # --------------------------------------------------------------------------- cache
