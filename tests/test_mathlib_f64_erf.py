@@ -217,16 +217,6 @@ def test_subnormal_arguments_are_far_from_every_midpoint():
 
 
 @numba.njit
-def _plain_series(xs, vzero, out):
-    for i in range(xs.size):
-        a = xs[i]
-        vh, vl = erf64.two_prod(a, a)
-        if vzero[i]:
-            vh, vl = 0.0, 0.0
-        out[i, 0], out[i, 1] = erf64.erf_series_fast(a, vh, vl)
-
-
-@numba.njit
 def _plain_large(xs, out, q):
     for i in range(xs.size):
         out[i, 0], out[i, 1], q[i] = erf64.erfc_large_fast(xs[i])
@@ -247,37 +237,20 @@ def _mpfr_rel_error(words, xs, scale_exp, fn, arg_scale_exp=None):
         return float(gmpy2.log2(worst)) if worst else -np.inf
 
 
-def test_plain_series_error_bound():
-    """erf64.erf_series_fast: erf a to < 2^-75.4 relative on (0, 1/4), also
-    with the square left out for a < 2^-400 (there a is passed scaled by 2^600)."""
-    import gmpy2
-    rng = np.random.Generator(np.random.PCG64(76))
-    xs = np.concatenate([2.0 ** rng.uniform(-400, -2, 3000), rng.uniform(0.2, 0.25, 2000),
-                         np.nextafter(0.25, 0.0)[None], np.array([2.0**-400, 0.125, 2.0**-3 + 2.0**-55])])
-    out = np.empty((xs.size, 2))
-    _plain_series(xs, np.zeros(xs.size, np.bool_), out)
-    got = _mpfr_rel_error(out, xs, np.zeros(xs.size, np.int64), gmpy2.erf)
-    assert got < -75.4, got
-    tiny = 2.0 ** rng.uniform(-1022, -400, 500)
-    tiny = np.concatenate([tiny, np.array([2.0**-1022, np.nextafter(2.0**-400, 0.0)])])
-    scaled = tiny * 2.0**600
-    out = np.empty((tiny.size, 2))
-    _plain_series(scaled, np.ones(tiny.size, np.bool_), out)
-    got = _mpfr_rel_error(out, scaled, np.full(tiny.size, -600), gmpy2.erf, np.full(tiny.size, -600))
-    assert got < -75.4, got
-
-
 def test_plain_erfc_error_bound():
-    """erf64.erfc_large_fast: erfc a to < 2^-78.5 relative on [1/4, 26.5), every
-    piece of its table sampled (random points and both ends)."""
+    """erf64.erfc_large_fast: erfc a to < 2^-78.5 relative on [2^-80, 26.5),
+    every piece of its table sampled (random points and both ends), tiny a
+    (the first piece of [0, 1/4), whose d is a itself) in every binade."""
     import gmpy2
     rng = np.random.Generator(np.random.PCG64(77))
     bounds = np.array([fast_tables.ERFCX_FAST.piece_bounds(j) for j in range(erf64.ERFCX_FAST.shape[0])])
     lo, hi = bounds[:, 0], bounds[:, 1]
     xs = np.concatenate([(lo + (hi - lo) * rng.random((6, lo.size))).ravel(), lo, np.nextafter(hi, 0.0),
                          rng.uniform(5.9, 6.0, 200),
-                         np.array([0.25, np.nextafter(6.0, 0.0), np.nextafter(26.5, 0.0), 26.25])])
-    xs = xs[(xs >= 0.25) & (xs < 26.5)]
+                         2.0 ** rng.uniform(-80, -9, 500),
+                         np.array([2.0**-80, 0.25, np.nextafter(0.25, 0.0), np.nextafter(6.0, 0.0),
+                                   np.nextafter(26.5, 0.0), 26.25])])
+    xs = xs[(xs >= 2.0**-80) & (xs < 26.5)]
     out, q = np.empty((xs.size, 2)), np.empty(xs.size, np.int64)
     _plain_large(xs, out, q)
     got = _mpfr_rel_error(out, xs, q, gmpy2.erfc)
@@ -391,13 +364,14 @@ def _erfcx_fast_pieces_of(xs, j, d):
 @pytest.mark.parametrize("name, select, top", [("ERF_RATIO", _ratio_pieces_of, 6.0),
                                                ("ERFCX_FAST", _erfcx_fast_pieces_of, 32.0)])
 def test_fast_table_piece_selection_is_exact(name, select, top):
-    """Every a of a plain-double table's range (ERF_RATIO: [0, 6), tiny and
-    subnormal a included; ERFCX_FAST: [1/4, 32)) falls in its piece, and
+    """Every a of a plain-double table's range (ERF_RATIO: [0, 6), ERFCX_FAST:
+    [0, 32); tiny and subnormal a included) falls in its piece, and
     d = a - c_j exactly."""
     spec = getattr(fast_tables, name)
     rng = np.random.Generator(np.random.PCG64(80))
-    starts = np.array([spec.piece_bounds(j)[0] for j in range(spec.pieces)])
-    tiny = 2.0 ** rng.uniform(-1074, -7, 500) if starts[0] == 0 else np.empty(0)
+    starts = np.sort([spec.piece_bounds(j)[0] for j in range(spec.pieces)])
+    assert starts[0] == 0
+    tiny = 2.0 ** rng.uniform(-1074, -7, 500)
     xs = np.concatenate([starts, np.nextafter(starts, 0.0)[1:], np.nextafter(top, 0.0)[None],
                          rng.uniform(starts[0], top, 3000), tiny])
     j, d = np.empty(xs.size, np.int64), np.empty(xs.size)
@@ -425,7 +399,7 @@ def test_plain_ratio_error_bound():
 
 @pytest.mark.parametrize("name, pieces, error, tails", [
     ("ERF_RATIO", (0, 300, 767), -78.4, {1: -8.9, 3: -26.5}),
-    ("ERFCX_FAST", (0, 128, 400, 895), -80.19, {4: -32.0}),
+    ("ERFCX_FAST", (0, 128, 400, 895, 896, 1000, 1023), -80.19, {4: -32.0}),
 ])
 def test_fast_tables_are_what_their_generator_fits(name, pieces, error, tails):
     """Pieces of the committed plain-double tables, refitted by

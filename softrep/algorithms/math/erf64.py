@@ -222,93 +222,53 @@ def erfc_large_td(a):
 #
 # Branch-free evaluations in double for the vectorised first loop of the CPU
 # launcher; every rounding counted, relative to the value (module docstring
-# for the series and the table).
+# for the table).
 #
-# Series, erf a = a P(v), v = a^2 = vh + vl (exact), 0 < a < 1/4.  Relative to
-# P (> 1.1), the terms n >= m of P sum to T_m < 1.128 v^m / (m! (2m + 1) 1.1)
-# (1 + 2^-4): T_4 < 2^-23.6, T_5 < 2^-31.3, T_12 < 2^-81.5.
-# * n >= 12 dropped: < 2^-81.5.
-# * n = 4 .. 11 by Horner in double on vh (coefficients rounded to double): each
-#   fma and coefficient rounding < 2^-53 of a partial sum, weighted by v^m:
-#   < 2^-52 (T_4 + T_5 + ...) < 2^-52 * 1.01 T_4; the dropped vl (2^-53 of v)
-#   changes the terms n >= 5 by < 2^-50.6 T_5: together < 2^-75.5.
-# * n = 3 .. 0 by double-double steps (p_h + p_l)(vh + vl) + c_n, c_n as a
-#   double-double (< 2^-106 of it): two_prod exact, the low word
-#   RN(ph vl + RN(pl vh + t)) < 2^-104 of the step, |p v| <= |c_n| (v/3) so
-#   fast_two_sum(c_n, s) is exact, the two low additions < 2^-104: < 2^-102
-#   per step, damped by v^n: < 2^-101.
-# * a P: two_prod and one fma, < 2^-104.
-# erf a to < 2^-75.4 relative (measured in the tests).
-#
-# erfc a = e^(-a^2) R(a), 1/4 <= a < 27.25, R from the table ERFCX_FAST of
-# erf64_fast_tables.py (128 pieces per binade, a degree-8 interpolant on
-# each: 13 words per element, where the 16-per-binade table of the
-# double-double step needs degree 14 and 20 words).  Relative to R, with the
+# erfc a = e^(-a^2) R(a), 2^-80 <= a < 27.25, R from the table ERFCX_FAST of
+# erf64_fast_tables.py (from 1/4, 128 pieces per binade; below, 128 pieces
+# of width 1/512; a degree-8 interpolant on each: 13 words per element,
+# where the 16-per-binade table of the double-double step needs degree 14
+# and 20 words).  One formula from 2^-80 up: R is as smooth near 0 as
+# beyond 1/4, and e^(-a^2) R(a) has no cancellation, so erfc's first step
+# needs no series of its own below 1/4.  Relative to R, with the
 # tails T_k of erf64_erfcx_fast_data.py (sum_{m >= k} |c_jm| h^m / min R, the
 # maximum over all pieces):
 # * d = a - c_j is exact (erfcx_fast_piece: a and c_j are multiples of
-#   ulp(a), |d| <= 2^-8 a).
+#   ulp(a), |d| <= 2^-8 a from 1/4 and |d| <= 2^-10 <= a below, where the
+#   first piece's centre is 0 and d = a).
 # * The rounded polynomial (coefficients of d^0 .. d^3 as double-doubles,
-#   the others as doubles) is R within 2^-80.19 at 401 points per piece;
-#   2^-79.19 is used (a factor 2 for the points between).
+#   the others as doubles) is R within 2^-80.19 at 401 points on each of
+#   the 1024 pieces; 2^-79.19 is used (a factor 2 for the points between).
 # * k = 8 .. 4 by Horner in double on the exact d: each fma < 2^-53 of its
 #   partial sum, which weighted by d^k is below T_k: < 2^-53 (T_4 + T_5 +
 #   T_6 + T_7) < 2^-53 * 1.01 * 2^-32.0 < 2^-84.9.
 # * k = 3 .. 0 by double-double steps: on every piece that meets
-#   [1/4, 27.25), sum_{m > k} |c_m| h^(m-k) < 0.0044 |c_k| for k <= 3
+#   [0, 27.25), sum_{m > k} |c_m| h^(m-k) < 0.0044 |c_k| for k <= 3
 #   (ERFCX_FAST_DOMINANCE, checked in the tests), so |p d| < |c_k| and
 #   fast_two_sum(c_k, p d) is exact; the low word's three roundings < 2^-103
 #   of the step, which is < 1.01 R: < 2^-100.
 # R to < 2^-79.19 + 2^-84.9 + 2^-100 < 2^-79.14.  e^(-a^2): a^2 = s + t
-# exactly, exp_dd_fast(-s) < 2^-80.1 (explog64.py); |t| <= ulp(s)/2 <= 2^-44
+# exactly (s >= 2^-160, and t is 0 or at least 2^-264: both normal),
+# exp_dd_fast(-s) < 2^-80.1 (explog64.py); |t| <= ulp(s)/2 <= 2^-44
 # (s < 742.6 < 2^10), and e^(-t) = 1 - t within t^2/2 < 2^-89; the factor
 # applied to the low word by one fma (|el - eh t| < 2^-43.9 |eh|: < 2^-97)
 # with el t dropped (< 2^-53 * 2^-44); the product with R by two_prod and
 # two fmas (< 2^-103): erfc a to < 2^-79.14 + 2^-80.1 + 2^-88.9 < 2^-78.5
 # relative.
 
-_SERIES_FAST_TERMS = 12  # n = 0 .. 11
-_SERIES_FAST_SPLIT = 4  # n >= 4 by Horner in double
-_S = ERF_SERIES_TD
-S0H, S0L, S1H, S1L, S2H, S2L, S3H, S3L = (_S[0, 0], _S[0, 1], _S[1, 0], _S[1, 1], _S[2, 0], _S[2, 1], _S[3, 0],
-                                          _S[3, 1])
-S4, S5, S6, S7, S8, S9, S10, S11 = (_S[n, 0] for n in range(4, 12))
 ERFCX_FAST = fast_tables.load(fast_tables.ERFCX_FAST, ERFCX_FAST_BASE64)
 ERFCX_FAST_DOMINANCE = 0.0044  # bound on sum_{m > k} |c_m| h^(m-k) / |c_k|, k < 4
 _FAST_PIECE_BITS = np.uint64(7)  # 128 pieces per binade
+_NEAR_ZERO_FIRST = np.int64(fast_tables.BINADE_PIECES)  # the first piece of [0, 1/4)
+_NEAR_ZERO_SCALE = F64(512.0)
+_NEAR_ZERO_STEP = F64(1.0 / 512.0)
+_HALF = F64(0.5)
 
 # as written out in erfcx_fast_piece and erfcx_fast
-assert (fast_tables.ERFCX_FAST.pieces, fast_tables.ERFCX_FAST.degree, fast_tables.ERFCX_FAST.low_words) == (896, 8, 4)
+assert (fast_tables.ERFCX_FAST.pieces, fast_tables.ERFCX_FAST.degree, fast_tables.ERFCX_FAST.low_words) == (1024, 8, 4)
 assert fast_tables.ERFCX_FAST.piece_bounds(128 * 3 + 5) == (2 * (1 + 5 / 128), 2 * (1 + 6 / 128), 2 * (1 + 11 / 256))
-
-
-@jitable
-def _series_dd_step(ph, pl, vh, vl, ch, cl):
-    """(ph + pl)(vh + vl) + (ch + cl) for |p v| <= |c|, < 2^-102 of the result."""
-    s, t = two_prod(ph, vh)
-    t = fma_rn(ph, vl, fma_rn(pl, vh, t))
-    h, e = fast_two_sum(ch, s)
-    return h, add_rn(e, add_rn(t, cl))
-
-
-@jitable
-def erf_series_fast(a, vh, vl):
-    """(h, l) = a P(vh + vl) for vh + vl = v = a^2 <= 2^-4 exactly: erf a to
-    < 2^-75.4 relative (above).  Branch-free; with vh = vl = 0 it is
-    a 2/sqrt(pi) (for a < 2^-400, where v/3 < 2^-800)."""
-    p = fma_rn(S11, vh, S10)
-    p = fma_rn(p, vh, S9)
-    p = fma_rn(p, vh, S8)
-    p = fma_rn(p, vh, S7)
-    p = fma_rn(p, vh, S6)
-    p = fma_rn(p, vh, S5)
-    p = fma_rn(p, vh, S4)
-    ph, pl = _series_dd_step(p, ZERO, vh, vl, S3H, S3L)
-    ph, pl = _series_dd_step(ph, pl, vh, vl, S2H, S2L)
-    ph, pl = _series_dd_step(ph, pl, vh, vl, S1H, S1L)
-    ph, pl = _series_dd_step(ph, pl, vh, vl, S0H, S0L)
-    h, l = two_prod(ph, a)
-    return fast_two_sum(h, fma_rn(pl, a, l))
+assert fast_tables.ERFCX_FAST.piece_bounds(896 + 5) == (5 / 512, 6 / 512, 11 / 1024)
+assert fast_tables.ERFCX_FAST.piece_bounds(896) == (0.0, 1 / 512, 0.0)
 
 
 @jitable
@@ -322,9 +282,20 @@ def _dominated_dd_step(ph, pl, d, ch, cl):
 
 @jitable
 def erfcx_fast_piece(a):
-    """(j, d): the piece of ERFCX_FAST (128 per binade) that holds 1/4 <= a < 32
-    and d = a - c_j (exact)."""
-    return binade_piece(a, _FAST_PIECE_BITS)
+    """(j, d): the piece of ERFCX_FAST that holds 0 <= a < 32 and d = a - c_j
+    (exact): from 1/4, 128 pieces per binade (`binade_piece`); below, piece
+    896 + i = [i/512, (i+1)/512) with i = floor(512 a) and centre
+    (2i + 1)/1024, or 0 for i = 0, so that d = a for every tiny a (for
+    i >= 1, a >= 2^-9 and the centre, a multiple of 2^-10, are multiples of
+    ulp(a), and |d| <= 2^-10 <= a).  Branch-free: both selections are
+    computed, one is kept."""
+    j, d = binade_piece(a, _FAST_PIECE_BITS)
+    i = np.int32(mul_rn(a, _NEAR_ZERO_SCALE))
+    centre = mul_rn(add_rn(F64(i), _HALF), _NEAR_ZERO_STEP)
+    near = a < SERIES_LIMIT
+    j = (_NEAR_ZERO_FIRST + np.int64(i)) if near else j
+    d = sub_rn(a, ZERO if i == 0 else centre) if near else d
+    return j, d
 
 
 @jitable
@@ -347,9 +318,9 @@ def erfcx_fast(j, d):
 
 @jitable
 def erfc_large_fast(a):
-    """(h, l, q): erfc a = (h + l) 2^q for 1/4 <= a < 27.25, h + l normalised
-    (fast_two_sum), h in [2^-6, 2], relative error < 2^-78.5 (above); q an int32.
-    Branch-free."""
+    """(h, l, q): erfc a = (h + l) 2^q for 2^-80 <= a < 27.25, h + l
+    normalised (fast_two_sum), h in [2^-6, 2], relative error < 2^-78.5
+    (above); q an int32.  Branch-free."""
     inline_into_callers()
     s, t = two_prod(a, a)
     eh, el, q = exp_dd_fast(negate(s))
@@ -400,7 +371,6 @@ def erfc_large_fast(a):
 ERF_RATIO = fast_tables.load(fast_tables.ERF_RATIO, ERF_RATIO_BASE64)
 _RATIO_SCALE = F64(128.0)
 _RATIO_STEP = F64(1.0 / 128.0)
-_HALF = F64(0.5)
 _L0, _L1, _L2 = 8, 9, 10  # the low words' columns
 
 # as written out in erf_ratio_piece and erf_ratio_fast

@@ -22,10 +22,13 @@ largest |d| of the piece, which the error analyses in erf64.py use.
   except piece 0, whose centre is 0 (so that d = a - c_0 = a is exact for
   every tiny a).  Degree 7, three low words.
 * ERFCX_FAST (erf64_erfcx_fast_data.py): R(a) = e^(a^2) erfc(a) (erfcx),
-  smooth, positive and decreasing on [1/4, 32): the 7 binades [2^k, 2^(k+1)),
+  smooth, positive and decreasing on [0, 32): the 7 binades [2^k, 2^(k+1)),
   k = -2 .. 4, of 128 pieces each, piece j = 128 (k + 2) + i being [2^k (1 +
   i/128), 2^k (1 + (i+1)/128)), centre 2^k (1 + (2i+1)/256), half-width
-  h = 2^k/256.  Degree 8, four low words.  (erf64_table.py fits the 16-per-
+  h = 2^k/256; then [0, 1/4) in 128 uniform pieces of width 1/512, piece
+  j = 896 + i being [i/512, (i+1)/512), centre (2i + 1)/1024, except piece
+  896, whose centre is 0 (d = a exact for every tiny a).  Degree 8, four
+  low words.  (erf64_table.py fits the 16-per-
   binade triple-double table of the double-double and triple-double steps.)
 """
 
@@ -44,8 +47,17 @@ def _uniform_pieces(j):
     return lo, hi, (0.0 if j == 0 else (lo + hi) / 2)
 
 
+BINADE_PIECES = 7 * 128  # ERFCX_FAST's pieces of [1/4, 32), by binade
+NEAR_ZERO_PIECES = 128  # ERFCX_FAST's pieces of [0, 1/4), uniform
+
+
 def _binade_pieces(j):
-    """ERFCX_FAST's piece j = 128 (k + 2) + i of binade 2^k."""
+    """ERFCX_FAST's piece j: j = 128 (k + 2) + i of binade 2^k below
+    BINADE_PIECES, then [i/512, (i+1)/512) for j = BINADE_PIECES + i."""
+    if j >= BINADE_PIECES:
+        i = j - BINADE_PIECES
+        lo, hi = i / 512.0, (i + 1) / 512.0
+        return lo, hi, (0.0 if i == 0 else (lo + hi) / 2)
     k, i = -2 + j // 128, j % 128
     return 2.0**k * (1 + i / 128), 2.0**k * (1 + (i + 1) / 128), 2.0**k * (1 + (2 * i + 1) / 256)
 
@@ -77,7 +89,7 @@ class FastTable:
 ERF_RATIO = FastTable("ERF_RATIO", "erf64_ratio_data.py", "G(a) = erf(a)/a", _erf_ratio, _uniform_pieces,
                       768, 7, 3)
 ERFCX_FAST = FastTable("ERFCX_FAST", "erf64_erfcx_fast_data.py", "R(a) = e^(a^2) erfc(a)", _erfcx, _binade_pieces,
-                       7 * 128, 8, 4)
+                       BINADE_PIECES + NEAR_ZERO_PIECES, 8, 4)
 TABLES = (ERF_RATIO, ERFCX_FAST)
 
 

@@ -30,10 +30,11 @@ float64 (`erfc_f64`, scheme: multiword.py; pieces and error bounds: erf64.py):
   (< 2^-153 * 2 / 1.276) < 2^-148.
 The rounding tests use 2^-99 (|x| < 1/4) and 2^-98 (the others).
 These make the second of three steps (`erfc_dd_fast64`): the first
-(`erfc_fast64`) evaluates the same way in plain double, branch-free, for
-x < 27.25 (< 2^-76.7, tested with 2^-74, and with an outward window where
-the result may be subnormal; erf64.py's plain-double pieces), the third is
-the triple-double path.
+(`erfc_fast64`) evaluates in plain double, branch-free, for 2^-80 <= |x| <
+27.25 (< 2^-78.4, tested with 2^-74, and with an outward window where
+the result may be subnormal; erf64.py's plain-double pieces) with one
+formula, e^(-x^2) R(x) (and 2 - erfc|x| for x < 0) down to 2^-80, from a
+table of R that covers [0, 1/4) too; the third is the triple-double path.
 """
 
 import numpy as np
@@ -42,7 +43,7 @@ from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_small, erfc_mid
 from .core import WIDE_WINDOW_HI, WIDE_WINDOW_LO, abs32, dd_add, fast_two_sum, pow2, round_if_within, two_prod
-from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_fast, erf_series_td, erfc_large_dd,
+from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_td, erfc_large_dd,
                     erfc_large_fast, erfc_large_td)
 from .exact64 import bracket_err, decide_subnormal
 from .multiword import dd_error, td_add, td_round, ziv_round
@@ -180,11 +181,9 @@ def _erfc_special64(x):
     return ZERO64, False
 
 
-# The plain-double first step (erf64.py, "plain-double pieces"):
-# * 2^-80 <= |x| < 1/4: 1 - erf x with erf's series (< 2^-75.4), 1 -+ h exact
-#   (fast_two_sum, |h| < 0.28), the low word one rounding; |erf x| / erfc x
-#   < 0.382: < 0.382 * 2^-75.4 + 2^-104 < 2^-76.7.
-# * 1/4 <= x < 27.25: erfc x = (h + l) 2^q < 2^-78.5 relative (erf64.py's
+# The plain-double first step (erf64.py, "plain-double pieces"), one formula
+# for 2^-80 <= a = |x| < 27.25:
+# * 0 < x < 27.25: erfc x = (h + l) 2^q < 2^-78.5 relative (erf64.py's
 #   bound holds on the whole piece [26, 28): its tails and the dominance of
 #   the double-double steps are those of every piece), h >= 0.9999
 #   erfcx(27.25) > 2^-5.7.
@@ -195,13 +194,12 @@ def _erfc_special64(x):
 #   - h 2^q < 2^-1022 (x > 26.54): exact64.decide_subnormal rounds h + l
 #     once onto the subnormal grid (h 2^q >= erfc 27.25 (1 - 2^-74) >
 #     2^-1077, as it needs).
-# * -6 < x <= -1/4: 2 - erfc|x|, erfc|x| < 0.724 (scaled words normal, q >= -53),
-#   2 - h exact, erfc|x| / (2 - erfc|x|) < 0.57: < 0.57 * 2^-78.5 + 2^-104.
-# bracket_err's window err = 2^-74 h exceeds 2 * 2^-76.7 |h + l| + 2^-52 |l|
-# (the series' bound, the largest) by more than 2^1.5.
+# * -6 < x < 0: 2 - erfc|x|, erfc|x| < 1 (scaled words normal, q >= -53),
+#   2 - h exact, erfc|x| / (2 - erfc|x|) < 1: < 2^-78.5 + 2^-104.
+# bracket_err's window err = 2^-74 h exceeds 2 * 2^-78.4 |h + l| + 2^-52 |l|
+# by more than 2^3.
 ERFC64_PLAIN_EPS = F64(2.0**-74)
 ERFC64_SUBNORMAL_EPS = F64(2.0**-74)  # relative error of h + l < 2^-78.5 (above)
-SERIES_SAFE64 = F64(0.125)
 LARGE_SAFE64 = F64(1.0)
 _SCALE_UP = np.int32(64)
 _TWO_M64 = F64(2.0**-64)
@@ -212,32 +210,24 @@ _MIN_NORMAL = F64(2.0**-1022)
 @jitable
 def erfc_fast64(x):
     """(erfc(x) correctly rounded, True), or (anything, False) where the
-    plain-double step cannot decide (above): 1 - erf x for |x| < 1/4,
-    erfc|x| and 2 - erfc|x| beyond, 2, 1 and +0 for x <= -6, |x| < 2^-80 and
-    x >= 27.25, NaN.  Branch-free (both evaluations run on safe arguments and
-    one is selected), so that the CPU launcher vectorises it.  Undecided:
-    about one argument in 2^20, which `erfc_f64` hands to the double-double
-    step."""
+    plain-double step cannot decide (above): erfc|x| = e^(-x^2) erfcx|x|,
+    and 2 - erfc|x| for x < 0, 2, 1 and +0 for x <= -6, |x| < 2^-80 and
+    x >= 27.25, NaN.  Branch-free (the formula runs on a safe argument where
+    a special value is selected), so that the CPU launcher vectorises it.
+    Undecided: about one argument in 2^20, which `erfc_f64` hands to the
+    double-double step."""
     inline_into_callers()
     a = fabs(x)
-    series = a < SERIES_LIMIT
     inside = (a >= TINY) & (x > TWO_LIMIT64) & (x < ZERO_LIMIT64)
-    sa = a if inside & series else SERIES_SAFE64
-    vh, vl = two_prod(sa, sa)
-    sh, sl = erf_series_fast(sa, vh, vl)
-    sh = sh if x < ZERO64 else negate(sh)
-    sl = sl if x < ZERO64 else negate(sl)
-    h, e = fast_two_sum(ONE, sh)
-    sh, sl = fast_two_sum(h, add_rn(e, sl))
-    la = a if inside & (not series) else LARGE_SAFE64
+    la = a if inside else LARGE_SAFE64
     ch, cl, q = erfc_large_fast(la)
     s = pow2(max(q, _Q_MIN))  # used where x < 0 (q >= -53)
     h, e = fast_two_sum(TWO, negate(mul_rn(ch, s)))
     nh, nl = fast_two_sum(h, sub_rn(e, mul_rn(cl, s)))
     negative = x < ZERO64
-    h = sh if series else (nh if negative else ch)
-    l = sl if series else (nl if negative else cl)
-    up = pow2((q if not (series | negative) else np.int32(0)) + _SCALE_UP)
+    h = nh if negative else ch
+    l = nl if negative else cl
+    up = pow2((np.int32(0) if negative else q) + _SCALE_UP)
     lo, hi = bracket_err(h, l, mul_rn(h, ERFC64_PLAIN_EPS))
     lo = mul_rn(mul_rn(lo, up), _TWO_M64)
     hi = mul_rn(mul_rn(hi, up), _TWO_M64)
