@@ -260,6 +260,7 @@ ERFCX_FAST = fast_tables.load(fast_tables.ERFCX_FAST, ERFCX_FAST_BASE64)
 ERFCX_FAST_DOMINANCE = 0.0044  # bound on sum_{m > k} |c_m| h^(m-k) / |c_k|, k < 4
 _FAST_PIECE_BITS = np.uint64(7)  # 128 pieces per binade
 _NEAR_ZERO_FIRST = np.int64(fast_tables.BINADE_PIECES)  # the first piece of [0, 1/4)
+_NEAR_ZERO_END = F64(0.25)  # where the binade pieces start
 _NEAR_ZERO_SCALE = F64(512.0)
 _NEAR_ZERO_STEP = F64(1.0 / 512.0)
 _HALF = F64(0.5)
@@ -292,7 +293,7 @@ def erfcx_fast_piece(a):
     j, d = binade_piece(a, _FAST_PIECE_BITS)
     i = np.int32(mul_rn(a, _NEAR_ZERO_SCALE))
     centre = mul_rn(add_rn(F64(i), _HALF), _NEAR_ZERO_STEP)
-    near = a < SERIES_LIMIT
+    near = a < _NEAR_ZERO_END
     j = (_NEAR_ZERO_FIRST + np.int64(i)) if near else j
     d = sub_rn(a, ZERO if i == 0 else centre) if near else d
     return j, d

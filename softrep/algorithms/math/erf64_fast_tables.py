@@ -28,8 +28,8 @@ largest |d| of the piece, which the error analyses in erf64.py use.
   h = 2^k/256; then [0, 1/4) in 128 uniform pieces of width 1/512, piece
   j = 896 + i being [i/512, (i+1)/512), centre (2i + 1)/1024, except piece
   896, whose centre is 0 (d = a exact for every tiny a).  Degree 8, four
-  low words.  (erf64_table.py fits the 16-per-
-  binade triple-double table of the double-double and triple-double steps.)
+  low words.  (erf64_table.py fits the 16-per-binade triple-double table of
+  the double-double and triple-double steps.)
 """
 
 import base64

@@ -42,7 +42,7 @@ import numpy as np
 from ...primitives.jit import inline_into_callers
 from ...primitives.rounding import add_rn, bitcast, fabs, jitable, mul_rn, negate, sub_rn
 from .erf_pieces import erf_small, erfc_mid
-from .core import WIDE_WINDOW_HI, WIDE_WINDOW_LO, abs32, dd_add, fast_two_sum, pow2, round_if_within, two_prod
+from .core import WIDE_WINDOW_HI, WIDE_WINDOW_LO, abs32, dd_add, fast_two_sum, pow2, round_if_within
 from .erf64 import (SERIES_LIMIT, TINY, erf_series_dd, erf_series_td, erfc_large_dd,
                     erfc_large_fast, erfc_large_td)
 from .exact64 import bracket_err, decide_subnormal
