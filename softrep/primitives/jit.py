@@ -360,20 +360,20 @@ def interleave_vector_loops(dispatcher, count):
     LLVM's loop vectoriser interleaving `count` vector iterations of every
     loop it vectorises (LLVM's own choice again for other compilations).
     Functions compiled for the first time during its compilation (callees)
-    take the same count; loops left scalar are interleaved as well.  The
+    take the same count (loops LLVM leaves scalar may be interleaved too).  The
     schedule changes, no value: each lane still performs the same IEEE
     operations on the same operands.  A kernel loaded from the on-disk cache
     is not compiled again."""
     from numba.core.compiler_lock import global_compiler_lock
 
-    compile_once = dispatcher.compile
+    compile_as_usual = dispatcher.compile
 
     def compile_interleaved(signature):
         with global_compiler_lock:
             saved = _interleave_in_force[0]
             _set_interleave(count)
             try:
-                return compile_once(signature)
+                return compile_as_usual(signature)
             finally:
                 _set_interleave(saved)
 
