@@ -94,6 +94,11 @@ def _vector_steps(ir):
     return [int(n) for n in re.findall(r"%index\.next\S* = add (?:nuw )?(?:nsw )?i64 %index\S*, (\d+)", ir)]
 
 
+def _widest_lanes(ir, element):
+    """The most lanes of any vector of `element` ("double", "float") in the IR."""
+    return max((int(n) for n in re.findall(rf"<(\d+) x {element}>", ir)), default=0)
+
+
 def _scale_and_square(out, x):
     for i in range(np.uint64(x.size)):
         out[i] = x[i] * 3.0 + x[i] * x[i]
@@ -121,15 +126,18 @@ def test_interleave_vector_loops_holds_for_one_dispatcher():
 def test_float64_first_loops_interleave(name):
     """The float64 launchers' first loops interleave FLOAT64_INTERLEAVE vector
     iterations: the chunk function's main vector loop advances by that many
-    vectors of doubles.  LLVM alone takes one at a time in loops this large
-    with 16 vector registers (AVX2), and in sin's, tan's and erfc's with 32
-    (AVX-512); `test_float64_first_loops_interleave_on_avx2` checks the
-    AVX2 path on an AVX-512 host."""
+    vectors of doubles (the widest in it: LLVM picks the width by its cost
+    model, which need not be the register's).  LLVM alone takes one at a
+    time in loops this large with 16 vector registers (AVX2), and in sin's,
+    tan's and erfc's with 32 (AVX-512);
+    `test_float64_first_loops_interleave_on_avx2` checks the AVX2 path on an
+    AVX-512 host."""
     from softrep.tools.kernel_audit import cpu_llvm
 
     dispatcher, signatures = launch.KERNELS[name].build()
-    steps = _vector_steps(_function_ir(cpu_llvm(dispatcher, signatures[0]), "_decided_chunk"))
-    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * launch.VECTOR_BITS // 64, steps
+    body = _function_ir(cpu_llvm(dispatcher, signatures[0]), "_decided_chunk")
+    steps = _vector_steps(body)
+    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * _widest_lanes(body, "double"), steps
 
 
 @pytest.mark.parametrize("scalar_loads", (False, True))
@@ -302,7 +310,8 @@ for name in sys.argv[1:]:
     ir = cpu_llvm(dispatcher, signatures[0])
     body = [p for p in ir.split("\\ndefine ")[1:] if "_decided_chunk" in p.split("\\n", 1)[0]][0]
     steps = [int(n) for n in re.findall(r"%index\\.next\\S* = add (?:nuw )?(?:nsw )?i64 %index\\S*, (\\d+)", body)]
-    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * 4, (name, steps)
+    lanes = max((int(n) for n in re.findall(r"<(\\d+) x double>", body)), default=0)
+    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * lanes, (name, steps, lanes)
 print("interleaved")
 """
 
