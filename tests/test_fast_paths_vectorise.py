@@ -270,6 +270,19 @@ print("vectorised")
 """
 
 
+def _avx2_environment():
+    """The environment in which a child process compiles for this host
+    without AVX-512 (benchmarks/isa.py's AVX2 path)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "isa.py")
+    spec = importlib.util.spec_from_file_location("benchmarks_isa", path)
+    isa = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(isa)
+    return isa.avx2_environment(os.environ)
+
+
 @pytest.mark.skipif(launch.VECTOR_BITS != 512, reason="the host's own vectors are 256 bits: the tests above check them")
 def test_launcher_loops_on_avx2():
     """The launcher's first loops of rsqrt (float32 and float64), compiled for
@@ -279,16 +292,10 @@ def test_launcher_loops_on_avx2():
     cores, also float64 exp's and exp2's: their table indices are computed
     in vector registers (without the launcher's target features, LLVM
     computed each in scalar registers there, up to 64% slower)."""
-    import importlib.util
-    import os
     import subprocess
     import sys
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "isa.py")
-    spec = importlib.util.spec_from_file_location("benchmarks_isa", path)
-    isa = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(isa)
-    env = isa.avx2_environment(os.environ)
+    env = _avx2_environment()
     result = subprocess.run([sys.executable, "-c", AVX2_CHECK, "rsqrt"], env=env, capture_output=True, text=True)
     assert result.returncode == 0 and "vectorised" in result.stdout, result.stderr[-3000:]
     if host_prefers_scalar_loads():
@@ -299,38 +306,30 @@ def test_launcher_loops_on_avx2():
         assert result.returncode == 0 and "vectorised" in result.stdout, result.stderr[-3000:]
 
 
-INTERLEAVE_CHECK = """
-import re, sys
+CHUNK_IR = """
+import sys
 import softrep
 from softrep.cpu import launch
 from softrep.tools.kernel_audit import cpu_llvm
 assert launch.VECTOR_BITS == 256, launch.VECTOR_BITS
-for name in sys.argv[1:]:
-    dispatcher, signatures = launch.KERNELS[f"elementwise.{name}_kernel.decided_first64"].build()
-    ir = cpu_llvm(dispatcher, signatures[0])
-    body = [p for p in ir.split("\\ndefine ")[1:] if "_decided_chunk" in p.split("\\n", 1)[0]][0]
-    steps = [int(n) for n in re.findall(r"%index\\.next\\S* = add (?:nuw )?(?:nsw )?i64 %index\\S*, (\\d+)", body)]
-    lanes = max((int(n) for n in re.findall(r"<(\\d+) x double>", body)), default=0)
-    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * lanes, (name, steps, lanes)
-print("interleaved")
+dispatcher, signatures = launch.KERNELS[f"elementwise.{sys.argv[1]}_kernel.decided_first64"].build()
+print(cpu_llvm(dispatcher, signatures[0]))
 """
 
 
 @pytest.mark.skipif(launch.VECTOR_BITS != 512, reason="the host's own vectors are 256 bits: the test above checks them")
-def test_float64_first_loops_interleave_on_avx2():
+@pytest.mark.parametrize("name", ("exp", "cos"))
+def test_float64_first_loops_interleave_on_avx2(name):
     """`test_float64_first_loops_interleave` for exp and cos compiled for the
     host without AVX-512, in a child process (benchmarks/isa.py's AVX2
     path), where the interleaving matters most: LLVM alone interleaves none
     of the float64 first loops there."""
-    import importlib.util
-    import os
     import subprocess
     import sys
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "isa.py")
-    spec = importlib.util.spec_from_file_location("benchmarks_isa", path)
-    isa = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(isa)
-    result = subprocess.run([sys.executable, "-c", INTERLEAVE_CHECK, "exp", "cos"], env=isa.avx2_environment(os.environ),
-                            capture_output=True, text=True)
-    assert result.returncode == 0 and "interleaved" in result.stdout, result.stderr[-3000:]
+    result = subprocess.run([sys.executable, "-c", CHUNK_IR, name], env=_avx2_environment(), capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    body = _function_ir(result.stdout, "_decided_chunk")
+    steps = _vector_steps(body)
+    assert steps and max(steps) == launch.FLOAT64_INTERLEAVE * _widest_lanes(body, "double"), steps
