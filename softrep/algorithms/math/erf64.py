@@ -282,6 +282,18 @@ def _dominated_dd_step(ph, pl, d, ch, cl):
 
 
 @jitable
+def uniform_piece(a, scale, step):
+    """(i, d): the piece i = floor(a scale) of a >= 0 cut into pieces of width
+    step = 1/scale (a power of two), and d = a - c_i with c_i = (i + 1/2)
+    step, or 0 for i = 0 (so that d = a for every tiny a).  For i >= 1, d is
+    exact: a >= step and c_i, a multiple of step/2, are multiples of ulp(a)
+    (a below 2^52 step), and |d| <= step/2 <= a."""
+    i = np.int32(mul_rn(a, scale))
+    c = mul_rn(add_rn(F64(i), _HALF), step)
+    return i, sub_rn(a, ZERO if i == 0 else c)
+
+
+@jitable
 def erfcx_fast_piece(a):
     """(j, d): the piece of ERFCX_FAST that holds 0 <= a < 32 and d = a - c_j
     (exact): from 1/4, 128 pieces per binade (`binade_piece`); below, piece
@@ -291,12 +303,9 @@ def erfcx_fast_piece(a):
     ulp(a), and |d| <= 2^-10 <= a).  Branch-free: both selections are
     computed, one is kept."""
     j, d = binade_piece(a, _FAST_PIECE_BITS)
-    i = np.int32(mul_rn(a, _NEAR_ZERO_SCALE))
-    centre = mul_rn(add_rn(F64(i), _HALF), _NEAR_ZERO_STEP)
+    i, e = uniform_piece(a, _NEAR_ZERO_SCALE, _NEAR_ZERO_STEP)
     near = a < _NEAR_ZERO_END
-    j = (_NEAR_ZERO_FIRST + np.int64(i)) if near else j
-    d = sub_rn(a, ZERO if i == 0 else centre) if near else d
-    return j, d
+    return (_NEAR_ZERO_FIRST + np.int64(i)) if near else j, e if near else d
 
 
 @jitable
@@ -391,9 +400,7 @@ def _dd_step(ph, pl, d, gh, gl):
 @jitable
 def erf_ratio_piece(a):
     """(j, d): the piece j = floor(128 a) of 0 <= a < 6 and d = a - c_j (exact, above)."""
-    j = np.int32(mul_rn(a, _RATIO_SCALE))
-    c = mul_rn(add_rn(F64(j), _HALF), _RATIO_STEP)
-    return j, sub_rn(a, ZERO if j == 0 else c)
+    return uniform_piece(a, _RATIO_SCALE, _RATIO_STEP)
 
 
 @jitable
